@@ -1,0 +1,56 @@
+/**
+ * Every event devpivot emits, as one discriminated union keyed on `kind` (DESIGN §5). Producers live in the
+ * registry, oscontainer, vm, guest-watch and engine modules; reporters handle every kind (see `EventFormatters`).
+ */
+export type PivotPhase = 'pulling' | 'staging' | 'staged' | 'rebooting';
+export const PIVOT_PHASES: readonly PivotPhase[] = ['pulling', 'staging', 'staged', 'rebooting'];
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export type DevpivotEvent =
+  | { kind: 'log'; level: LogLevel; source: string; message: string }
+  // registry
+  | { kind: 'registry.listening'; url: string; storage: string }
+  | {
+      kind: 'registry.request';
+      method: string;
+      path: string;
+      status: number;
+      bytes: number;
+      ms: number;
+      client: string;
+    }
+  | { kind: 'registry.stopped'; url: string }
+  | { kind: 'blob.progress'; repository: string; digest: string; sent: number; total: number; client: string }
+  // oscontainers
+  | { kind: 'image.progress'; ref: string; phase: string; done: number; total: number | null }
+  | { kind: 'image.built'; ref: string; digest: string; commit: string; version: string }
+  | { kind: 'image.pushed'; ref: string; digest: string }
+  | { kind: 'image.pulled'; ref: string; digest: string }
+  // VMs
+  | { kind: 'vm.defined'; node: string; domain: string }
+  | { kind: 'vm.started'; node: string; domain: string }
+  | { kind: 'vm.console'; node: string; line: string }
+  | { kind: 'vm.reboot'; node: string; domain: string }
+  | { kind: 'vm.stopped'; node: string; domain: string; reason: string }
+  | { kind: 'vm.crashed'; node: string; domain: string; reason: string }
+  // what the guest says (console classifier)
+  | { kind: 'guest.ignition'; node: string; ok: boolean }
+  | { kind: 'guest.pivot'; node: string; phase: PivotPhase; target: string }
+  | { kind: 'guest.booted'; node: string; bootId: string; version: string; commit: string }
+  | { kind: 'guest.failure'; node: string; reason: string; line: string }
+  // scenario runs
+  | { kind: 'run.start'; scenario: string; nodes: string[] }
+  | { kind: 'step.start'; index: number; name: string }
+  | { kind: 'step.pass'; index: number; name: string; ms: number }
+  | { kind: 'step.fail'; index: number; name: string; ms: number; error: string }
+  | { kind: 'run.end'; ok: boolean; ms: number };
+
+export type EventKind = DevpivotEvent['kind'];
+export type EventOf<K extends EventKind> = Extract<DevpivotEvent, { kind: K }>;
+
+/** An event as delivered to subscribers: stamped with the wall-clock time it was emitted. */
+export type Stamped<E extends DevpivotEvent = DevpivotEvent> = E & { at: number };
+
+/** A formatter per kind: a reporter declared with this type fails to compile when a kind is missing. */
+export type EventFormatters<R> = { [K in EventKind]: (event: Stamped<EventOf<K>>) => R };

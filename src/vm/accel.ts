@@ -1,0 +1,94 @@
+import { spawn } from 'node:child_process';
+import { accessSync, constants, readdirSync } from 'node:fs';
+
+export interface AccelProbe {
+  /** The libvirt domain type to use: 'kvm' when hardware virtualisation really works, else 'qemu' (TCG). */
+  domainType: 'kvm' | 'qemu';
+  /** Human summary: "KVM" or "TCG (KVM not usable: …)". */
+  detail: string;
+}
+
+const KERNEL_BANNER = 'Linux version';
+
+/** A kernel to boot for the probe: the host's newest /boot/vmlinuz-*. */
+export function findProbeKernel(bootDir = '/boot'): string | undefined {
+  try {
+    const kernels = readdirSync(bootDir)
+      .filter((name) => name.startsWith('vmlinuz-'))
+      .sort()
+      .reverse();
+    for (const name of kernels) {
+      const path = `${bootDir}/${name}`;
+      try {
+        accessSync(path, constants.R_OK);
+        return path;
+      } catch {}
+    }
+  } catch {}
+  return undefined;
+}
+
+/**
+ * Decide between KVM and TCG by booting a real kernel under KVM for a bounded time. `/dev/kvm` existing is not
+ * enough: on nested or restricted hosts qemu starts, then hangs in the first guest instructions or aborts on an
+ * MSR write. Seeing the kernel's first printk line proves the vCPU runs guest code.
+ */
+export async function probeAccel(
+  options: { qemu?: string; kernel?: string; timeoutMs?: number } = {},
+): Promise<AccelProbe> {
+  const tcg = (reason: string): AccelProbe => ({ domainType: 'qemu', detail: `TCG (KVM not usable: ${reason})` });
+  try {
+    accessSync('/dev/kvm', constants.R_OK | constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return tcg(code === 'ENOENT' ? '/dev/kvm does not exist' : `/dev/kvm is not accessible (${code})`);
+  }
+  const kernel = options.kernel ?? findProbeKernel();
+  if (!kernel) return tcg('no kernel in /boot to probe with; install linux-image-amd64');
+  const outcome = await bootUntilBanner(options.qemu ?? 'qemu-system-x86_64', kernel, options.timeoutMs ?? 5000);
+  return outcome === 'ok' ? { domainType: 'kvm', detail: 'KVM' } : tcg(outcome);
+}
+
+function bootUntilBanner(qemu: string, kernel: string, timeoutMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    const args = ['-accel', 'kvm', '-machine', 'pc', '-nodefaults', '-no-user-config', '-display', 'none', '-m', '128'];
+    args.push(
+      '-serial',
+      'stdio',
+      '-no-reboot',
+      '-kernel',
+      kernel,
+      '-append',
+      'console=ttyS0 earlyprintk=ttyS0 panic=-1',
+    );
+    const child = spawn(qemu, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let output = '';
+    let done = false;
+    const finish = (result: string) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+      resolve(result);
+    };
+    const timer = setTimeout(() => finish(`no guest output within ${timeoutMs / 1000} s under KVM`), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      if (output.includes(KERNEL_BANNER)) finish('ok');
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('error', (error) => finish(`cannot run ${qemu}: ${error.message}`));
+    child.on('close', (code, signal) => {
+      const last =
+        output
+          .trim()
+          .split('\n')
+          .filter((line) => !line.includes('warning:'))
+          .pop() ?? '';
+      finish(`qemu exited (${signal ?? code}) under KVM${last ? `: ${last.slice(0, 160)}` : ''}`);
+    });
+  });
+}

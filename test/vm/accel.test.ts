@@ -1,0 +1,40 @@
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { findProbeKernel, probeAccel } from '../../src/vm/accel.js';
+
+function fakeQemu(script: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'devpivot-accel-'));
+  const path = join(dir, 'qemu-system-x86_64');
+  writeFileSync(path, `#!/bin/sh\n${script}\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+const kernelOrSkip = findProbeKernel() ?? '/boot/vmlinuz-missing';
+
+test('a qemu that hangs under KVM is reported as TCG within the deadline', async (t) => {
+  const started = Date.now();
+  const probe = await probeAccel({ qemu: fakeQemu('sleep 60'), kernel: kernelOrSkip, timeoutMs: 500 });
+  if (probe.detail.includes('/dev/kvm')) return t.pass(); // no /dev/kvm on this host: the probe never ran qemu
+  t.is(probe.domainType, 'qemu');
+  t.regex(probe.detail, /^TCG \(KVM not usable: no guest output within 0\.5 s/);
+  t.true(Date.now() - started < 5000);
+});
+
+test('a qemu that aborts under KVM is reported as TCG with its last message', async (t) => {
+  const probe = await probeAccel({
+    qemu: fakeQemu('echo "kvm_buf_set_msrs: Assertion failed" >&2; exit 134'),
+    kernel: kernelOrSkip,
+  });
+  if (probe.detail.includes('/dev/kvm')) return t.pass();
+  t.is(probe.domainType, 'qemu');
+  t.regex(probe.detail, /qemu exited \(134\) under KVM: kvm_buf_set_msrs/);
+});
+
+test('a qemu whose guest prints the kernel banner means KVM works', async (t) => {
+  const probe = await probeAccel({ qemu: fakeQemu('echo "[0.0] Linux version 6.1"; sleep 60'), kernel: kernelOrSkip });
+  if (probe.detail.includes('/dev/kvm')) return t.pass();
+  t.deepEqual(probe, { domainType: 'kvm', detail: 'KVM' });
+});
