@@ -37,6 +37,8 @@ export type DevpivotEvent =
   // what the guest says (console classifier)
   | { kind: 'guest.ignition'; node: string; ok: boolean }
   | { kind: 'guest.pivot'; node: string; phase: PivotPhase; target: string }
+  /** The guest refused a pivot because it already runs the target ("Already at target pivot; exiting..."). */
+  | { kind: 'guest.pivot.skipped'; node: string; target: string; reason: string }
   | { kind: 'guest.booted'; node: string; bootId: string; version: string; commit: string }
   | { kind: 'guest.failure'; node: string; reason: string; line: string }
   // scenario runs
