@@ -1,0 +1,77 @@
+/**
+ * The legacy oscontainer's image config and manifest (DESIGN §3): labels `com.coreos.ostree-commit` and
+ * `version`, entrypoint `/noentry`, one layer. Built from fixed values only, so they are reproducible.
+ */
+import { createHash } from 'node:crypto';
+import { type Descriptor, type ImageManifest, MediaType } from './media-types.js';
+
+export const OSTREE_COMMIT_LABEL = 'com.coreos.ostree-commit';
+/** Creation time recorded in the image: fixed, for reproducible digests. */
+export const FIXED_CREATED = '1970-01-01T00:00:00Z';
+
+export interface LayerInfo {
+  /** sha256 of the compressed blob. */
+  digest: string;
+  /** sha256 of the uncompressed tar (the config's rootfs diff_id). */
+  diffId: string;
+  size: number;
+}
+
+export interface OscontainerMeta {
+  commit: string;
+  version: string;
+  /** Extra labels, merged after the standard ones. */
+  labels?: Record<string, string>;
+}
+
+export function sha256(data: string | Uint8Array): string {
+  return `sha256:${createHash('sha256').update(data).digest('hex')}`;
+}
+
+/** The image config (OCI image spec config.md; the Docker format has the same fields). */
+export function imageConfig(meta: OscontainerMeta, layer: LayerInfo): Record<string, unknown> {
+  const labels: Record<string, string> = {
+    [OSTREE_COMMIT_LABEL]: meta.commit,
+    version: meta.version,
+    'org.opencontainers.image.version': meta.version,
+    'org.opencontainers.image.created': FIXED_CREATED,
+    ...meta.labels,
+  };
+  return {
+    architecture: 'amd64',
+    os: 'linux',
+    created: FIXED_CREATED,
+    config: { Entrypoint: ['/noentry'], Labels: labels },
+    rootfs: { type: 'layers', diff_ids: [layer.diffId] },
+    history: [{ created: FIXED_CREATED, created_by: 'devpivot build', comment: `ostree commit ${meta.commit}` }],
+  };
+}
+
+export interface BuiltManifest {
+  manifest: ImageManifest;
+  bytes: Buffer;
+  digest: string;
+  mediaType: string;
+}
+
+export function encodeJson(value: unknown): Buffer {
+  return Buffer.from(JSON.stringify(value));
+}
+
+/** A Docker v2 schema 2 manifest, or an OCI manifest when `oci`. */
+export function imageManifest(config: Buffer, layer: LayerInfo, oci: boolean): BuiltManifest {
+  const mediaType = oci ? MediaType.ociManifest : MediaType.dockerManifest;
+  const configDescriptor: Descriptor = {
+    mediaType: oci ? MediaType.ociConfig : MediaType.dockerConfig,
+    digest: sha256(config),
+    size: config.byteLength,
+  };
+  const layerDescriptor: Descriptor = {
+    mediaType: oci ? MediaType.ociLayerGzip : MediaType.dockerLayerGzip,
+    digest: layer.digest,
+    size: layer.size,
+  };
+  const manifest: ImageManifest = { schemaVersion: 2, mediaType, config: configDescriptor, layers: [layerDescriptor] };
+  const bytes = encodeJson(manifest);
+  return { manifest, bytes, digest: sha256(bytes), mediaType };
+}

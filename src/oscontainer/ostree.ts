@@ -1,0 +1,96 @@
+/**
+ * The ostree side of an oscontainer, through the ostree CLI: resolve a commit, read its version, export exactly
+ * that commit into a fresh archive-mode repository with no refs, or commit a directory tree.
+ */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { DevpivotError } from '../core/errors.js';
+
+async function ostree(args: string[], what: string): Promise<string> {
+  const result = await execa('ostree', args, { reject: false, stdin: 'ignore' });
+  if (result.failed || result.exitCode !== 0) {
+    const detail = (result.stderr || result.stdout || result.message || '').trim();
+    throw new DevpivotError('OSTREE_FAILED', `${what} failed: ${detail}`, {
+      hint:
+        (result as { code?: string }).code === 'ENOENT' ? 'install ostree (Debian: apt-get install ostree)' : undefined,
+    });
+  }
+  return result.stdout.trim();
+}
+
+/** `'1.2'` (GVariant text) → `1.2`. */
+function parseGVariantString(text: string): string {
+  const match = /^'(.*)'$/s.exec(text.trim()) ?? /^"(.*)"$/s.exec(text.trim());
+  return match ? match[1]!.replace(/\\(.)/g, '$1') : text.trim();
+}
+
+export interface CommitInfo {
+  commit: string;
+  version: string | null;
+}
+
+/** Resolve a ref or checksum in `repo` to the full checksum and its `version` metadata. */
+export async function resolveCommit(repo: string, commitOrRef: string): Promise<CommitInfo> {
+  const commit = await ostree(
+    ['rev-parse', `--repo=${repo}`, commitOrRef],
+    `resolving '${commitOrRef}' in ${repo}`,
+  ).catch((error: DevpivotError) => {
+    throw new DevpivotError('OSTREE_COMMIT_NOT_FOUND', `no commit or ref '${commitOrRef}' in ostree repo ${repo}`, {
+      hint: `list refs with 'ostree refs --repo=${repo}'; ${error.message}`,
+      cause: error,
+    });
+  });
+  const version = await execa('ostree', ['show', `--repo=${repo}`, '--print-metadata-key=version', commit], {
+    reject: false,
+    stdin: 'ignore',
+  });
+  return { commit, version: version.exitCode === 0 ? parseGVariantString(version.stdout) : null };
+}
+
+/**
+ * Export `commit` from `sourceRepo` into `destination` (created), an archive-mode repo holding exactly that commit
+ * (no parents: `--depth=0`) and no refs: pulling by checksum writes none, and we check.
+ */
+export async function exportCommit(sourceRepo: string, commit: string, destination: string): Promise<void> {
+  await ostree(['init', '--mode=archive', `--repo=${destination}`], `creating repo ${destination}`);
+  await ostree(['pull-local', `--repo=${destination}`, '--depth=0', sourceRepo, commit], `exporting commit ${commit}`);
+  const refs = await ostree(['refs', `--repo=${destination}`], 'listing refs');
+  if (refs !== '')
+    throw new DevpivotError('OSTREE_FAILED', `exported repo ${destination} unexpectedly has refs: ${refs}`);
+  // Ostree may leave a transaction or partial-commit marker behind on failure; a clean export has neither.
+  const state = await readdir(join(destination, 'state')).catch(() => []);
+  if (state.length > 0)
+    throw new DevpivotError('OSTREE_FAILED', `exported commit ${commit} is partial (${state.join(', ')})`);
+}
+
+/** Commit a directory tree into a new archive repo (for `build --from-dir`); returns the repo and commit. */
+export async function commitDirectory(
+  tree: string,
+  options: { version: string; subject?: string; workDir?: string },
+): Promise<{ repo: string; commit: string }> {
+  const repo = await mkdtemp(join(options.workDir ?? tmpdir(), 'devpivot-commit-'));
+  try {
+    await ostree(['init', '--mode=archive', `--repo=${repo}`], `creating repo ${repo}`);
+    const commit = await ostree(
+      [
+        'commit',
+        `--repo=${repo}`,
+        `--tree=dir=${tree}`,
+        `--add-metadata-string=version=${options.version}`,
+        `--subject=${options.subject ?? `devpivot ${options.version}`}`,
+        // A fixed timestamp and owner keep the commit (and so the image digest) reproducible.
+        '--timestamp=1970-01-01T00:00:00Z',
+        '--owner-uid=0',
+        '--owner-gid=0',
+        '--orphan',
+      ],
+      `committing ${tree}`,
+    );
+    return { repo, commit };
+  } catch (error) {
+    await rm(repo, { recursive: true, force: true });
+    throw error;
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * pigz-style parallel gzip: the input is cut into fixed-size chunks, each compressed as raw deflate in a worker
+ * thread (primed with the previous chunk's last 32 KiB as dictionary), and the pieces are joined into ONE gzip
+ * member (RFC 1952) whose CRC-32 and size are computed here. Chunk boundaries depend only on the input bytes, so
+ * the output is deterministic: the same input always gives the same bytes, whatever the worker count.
+ */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { crc32 } from 'node:zlib';
+import type { GzipResult, GzipTask } from './gzip-worker.js';
+
+export interface GzipOptions {
+  /** zlib level 1-9 (default 6, as gzip(1)). */
+  level?: number;
+  /** Bytes per independently compressed chunk (default 1 MiB). */
+  chunkSize?: number;
+  /** Worker threads (default: available cores). */
+  workers?: number;
+}
+
+const WINDOW = 32 * 1024;
+// Fixed header: no name, mtime 0, no extra flags, OS 255 "unknown" (independent of the build host).
+const HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
+
+class WorkerPool {
+  readonly #workers: Worker[] = [];
+  readonly #idle: Worker[] = [];
+  readonly #waiting: Array<{ task: GzipTask; resolve: (data: Uint8Array) => void; reject: (e: Error) => void }> = [];
+  readonly #pending = new Map<number, { resolve: (data: Uint8Array) => void; reject: (e: Error) => void }>();
+
+  constructor(size: number) {
+    for (let i = 0; i < size; i++) {
+      const worker = new Worker(new URL('./gzip-worker.js', import.meta.url));
+      worker.on('message', (result: GzipResult) => {
+        const entry = this.#pending.get(result.id);
+        this.#pending.delete(result.id);
+        entry?.resolve(result.data);
+        this.#release(worker);
+      });
+      worker.on('error', (error) => {
+        for (const entry of this.#pending.values()) entry.reject(error);
+        this.#pending.clear();
+      });
+      this.#workers.push(worker);
+      this.#idle.push(worker);
+    }
+  }
+
+  run(task: GzipTask): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      const worker = this.#idle.pop();
+      if (worker) this.#dispatch(worker, task, resolve, reject);
+      else this.#waiting.push({ task, resolve, reject });
+    });
+  }
+
+  #dispatch(worker: Worker, task: GzipTask, resolve: (d: Uint8Array) => void, reject: (e: Error) => void): void {
+    this.#pending.set(task.id, { resolve, reject });
+    const transfer = [task.data.buffer as ArrayBuffer];
+    worker.postMessage(task, transfer);
+  }
+
+  #release(worker: Worker): void {
+    const next = this.#waiting.shift();
+    if (next) this.#dispatch(worker, next.task, next.resolve, next.reject);
+    else this.#idle.push(worker);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#workers.map((worker) => worker.terminate()));
+  }
+}
+
+/** Copy into a fresh, exactly-sized buffer that can be transferred to a worker. */
+function ownCopy(data: Uint8Array): Uint8Array {
+  const copy = new Uint8Array(data.byteLength);
+  copy.set(data);
+  return copy;
+}
+
+function asBuffer(data: Uint8Array): Buffer {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** Gzip an async byte stream in parallel; yields the compressed bytes in order. */
+export async function* parallelGzip(
+  source: AsyncIterable<Uint8Array>,
+  options: GzipOptions = {},
+): AsyncGenerator<Buffer> {
+  const level = options.level ?? 6;
+  const chunkSize = options.chunkSize ?? 1024 * 1024;
+  const poolSize = Math.max(1, options.workers ?? availableParallelism());
+  const pool = new WorkerPool(poolSize);
+  // Bounded read-ahead: at most two chunks in flight per worker keeps memory flat and every core busy.
+  const maxInFlight = poolSize * 2;
+  const inFlight: Promise<Uint8Array>[] = [];
+  let crc = 0;
+  let size = 0;
+  let id = 0;
+  let previousTail: Uint8Array | null = null;
+  let buffered: Buffer[] = [];
+  let bufferedBytes = 0;
+
+  const submit = (chunk: Uint8Array, last: boolean) => {
+    crc = crc32(chunk, crc);
+    size += chunk.byteLength;
+    const dictionary = previousTail;
+    previousTail = chunk.byteLength >= WINDOW ? ownCopy(chunk.subarray(chunk.byteLength - WINDOW)) : null;
+    inFlight.push(pool.run({ id: id++, data: ownCopy(chunk), dictionary, last, level }));
+  };
+
+  try {
+    yield HEADER;
+    for await (const piece of source) {
+      buffered.push(asBuffer(piece));
+      bufferedBytes += piece.byteLength;
+      while (bufferedBytes > chunkSize) {
+        const all = Buffer.concat(buffered, bufferedBytes);
+        submit(all.subarray(0, chunkSize), false);
+        buffered = [all.subarray(chunkSize)];
+        bufferedBytes -= chunkSize;
+        while (inFlight.length >= maxInFlight) yield asBuffer(await inFlight.shift()!);
+      }
+    }
+    // The last chunk (possibly empty) carries the final deflate block.
+    submit(Buffer.concat(buffered, bufferedBytes), true);
+    while (inFlight.length > 0) yield asBuffer(await inFlight.shift()!);
+    const trailer = Buffer.alloc(8);
+    trailer.writeUInt32LE(crc >>> 0, 0);
+    trailer.writeUInt32LE(size % 2 ** 32, 4);
+    yield trailer;
+  } finally {
+    await Promise.allSettled(inFlight);
+    await pool.close();
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Push a built oscontainer to a registry over HTTP: blobs first (HEAD to skip what the registry has, an
+ * optional cross-repository mount, else a chunked upload), then the manifest under the tag. Returns the digest.
+ */
+import { createReadStream } from 'node:fs';
+import type { EventBus } from '../core/bus.js';
+import type { OscontainerImage } from './build.js';
+import { parseReference } from './reference.js';
+import { RegistryClient, type RegistryClientOptions } from './registry-client.js';
+
+export interface PushOptions extends RegistryClientOptions {
+  bus?: EventBus;
+  /** A repository on the same registry that may already hold the blobs (cross-repository mount). */
+  mountFrom?: string;
+}
+
+export interface PushResult {
+  /** `host/repo@sha256:…`: how to reference the pushed image. */
+  pinned: string;
+  digest: string;
+}
+
+async function* single(bytes: Buffer): AsyncGenerator<Buffer> {
+  yield bytes;
+}
+
+export async function pushOscontainer(
+  image: OscontainerImage,
+  target: string,
+  options: PushOptions = {},
+): Promise<PushResult> {
+  const ref = parseReference(target);
+  const client = new RegistryClient(ref.registry, options);
+  const blobs = [
+    {
+      digest: image.layer.digest,
+      size: image.layer.size,
+      open: () => createReadStream(image.layer.path, { highWaterMark: 1 << 20 }),
+    },
+    { digest: image.config.digest, size: image.config.bytes.byteLength, open: () => single(image.config.bytes) },
+  ];
+  for (const blob of blobs) {
+    if ((await client.hasBlob(ref.repository, blob.digest)) !== null) {
+      options.bus?.emit({ kind: 'image.progress', ref: target, phase: 'push', done: blob.size, total: blob.size });
+      continue;
+    }
+    if (options.mountFrom && (await client.mountBlob(ref.repository, blob.digest, options.mountFrom))) continue;
+    await client.uploadBlob(ref.repository, blob.digest, blob.open(), (sent) =>
+      options.bus?.emit({ kind: 'image.progress', ref: target, phase: 'push', done: sent, total: blob.size }),
+    );
+  }
+  const digest = await client.putManifest(
+    ref.repository,
+    ref.tag ?? image.digest,
+    image.manifest.bytes,
+    image.manifest.mediaType,
+  );
+  const pinned = `${ref.registry}/${ref.repository}@${digest}`;
+  options.bus?.emit({ kind: 'image.pushed', ref: pinned, digest });
+  return { pinned, digest };
+}

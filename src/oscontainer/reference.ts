@@ -1,0 +1,68 @@
+/**
+ * Image references: `[docker://]host[:port]/repo[:tag][@sha256:…]`, with Docker Hub's defaults for short names.
+ */
+import { UsageError } from '../core/errors.js';
+
+export interface ImageReference {
+  /** Registry host[:port] as written (`docker.io` for short names). */
+  registry: string;
+  repository: string;
+  tag?: string;
+  digest?: string;
+}
+
+const REPOSITORY = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/;
+const TAG = /^[\w][\w.-]{0,127}$/;
+const DIGEST = /^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$/;
+
+export function parseReference(input: string): ImageReference {
+  const text = input.startsWith('docker://') ? input.slice('docker://'.length) : input;
+  const bad = (why: string) =>
+    new UsageError(
+      `invalid image reference '${input}': ${why}`,
+      'write HOST:PORT/REPOSITORY[:TAG][@sha256:DIGEST], e.g. 127.0.0.1:5000/os/rhcos:v2',
+      'BAD_REFERENCE',
+    );
+  let rest = text;
+  let digest: string | undefined;
+  const at = rest.indexOf('@');
+  if (at >= 0) {
+    digest = rest.slice(at + 1);
+    rest = rest.slice(0, at);
+    if (!DIGEST.test(digest)) throw bad(`'${digest}' is not a digest`);
+  }
+  const slash = rest.indexOf('/');
+  const first = slash >= 0 ? rest.slice(0, slash) : '';
+  let registry = 'docker.io';
+  if (slash >= 0 && (first.includes('.') || first.includes(':') || first === 'localhost')) {
+    registry = first;
+    rest = rest.slice(slash + 1);
+  }
+  let tag: string | undefined;
+  const colon = rest.lastIndexOf(':');
+  if (colon >= 0) {
+    tag = rest.slice(colon + 1);
+    rest = rest.slice(0, colon);
+    if (!TAG.test(tag)) throw bad(`'${tag}' is not a valid tag`);
+  }
+  if (registry === 'docker.io' && !rest.includes('/')) rest = `library/${rest}`;
+  if (!REPOSITORY.test(rest)) throw bad(`'${rest}' is not a valid repository name`);
+  if (!tag && !digest) tag = 'latest';
+  return { registry, repository: rest, ...(tag ? { tag } : {}), ...(digest ? { digest } : {}) };
+}
+
+/** `host/repo:tag@digest`, as accepted by skopeo after `docker://`. */
+export function formatReference(ref: ImageReference): string {
+  return `${ref.registry}/${ref.repository}${ref.tag ? `:${ref.tag}` : ''}${ref.digest ? `@${ref.digest}` : ''}`;
+}
+
+/** The same image pinned by digest (tag dropped). */
+export function byDigest(ref: ImageReference, digest: string): string {
+  return `${ref.registry}/${ref.repository}@${digest}`;
+}
+
+/** Loopback registries are plain HTTP by default; everything else is HTTPS unless `--insecure`. */
+export function isLoopback(registry: string): boolean {
+  const host = registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.split(':')[0]!;
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
