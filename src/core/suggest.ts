@@ -1,4 +1,4 @@
-/** Levenshtein distance, for "did you mean" on verbs, flags and scenario keys. */
+/** Levenshtein distance, for "did you mean" on verbs, flags and scenario keys (in core: the scenario layer uses it too). */
 export function editDistance(a: string, b: string): number {
   const previous = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {

@@ -1,0 +1,335 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'ava';
+import { loadScenario, parseScenario, ScenarioError } from '../../src/scenario/parse.js';
+import { formatDuration, parseDuration, parseSize } from '../../src/scenario/units.js';
+import { repoRoot } from '../helpers/cli.js';
+
+/** The issues of an invalid scenario as `line:col: message` strings. */
+function problems(text: string): string[] {
+  const error = (() => {
+    try {
+      parseScenario(text, 'bad.yaml');
+    } catch (error) {
+      return error;
+    }
+    return undefined;
+  })();
+  if (!(error instanceof ScenarioError)) throw new Error(`expected a ScenarioError, got ${String(error)}`);
+  return error.issues.map(
+    (issue) => `${issue.line}:${issue.col}: ${issue.message}${issue.hint ? ` (${issue.hint})` : ''}`,
+  );
+}
+
+test('every shipped scenario parses', (t) => {
+  const dir = join(repoRoot, 'scenarios');
+  const files = readdirSync(dir).filter((name) => name.endsWith('.yaml'));
+  t.true(files.length >= 8, files.join(', '));
+  for (const name of files) {
+    const scenario = loadScenario(join(dir, name));
+    t.true(scenario.steps.length > 0, name);
+    t.true(scenario.nodes.length > 0, name);
+  }
+});
+
+test('the six-line scenario gets defaults and default steps', (t) => {
+  const scenario = parseScenario('nodes:\n  node1:\n    pivot: fixture:2\n', '/tmp/x/simple.yaml');
+  t.is(scenario.name, 'simple');
+  t.deepEqual(scenario.registry, { kind: 'embedded' });
+  const [node] = scenario.nodes;
+  t.like(node, {
+    name: 'node1',
+    image: 'fixture:1',
+    memoryMiB: 1024,
+    vcpus: 1,
+    firmware: 'bios',
+    driver: 'legacy',
+    pivot: 'fixture:2',
+  });
+  t.deepEqual(scenario.images.get('fixture:1'), { kind: 'fixture', version: '1' });
+  t.deepEqual(scenario.oscontainers.get('fixture:2'), { kind: 'build-fixture', version: '2' });
+  t.deepEqual(
+    scenario.steps.map((step) => step.label),
+    ['up', 'expect node1 booted fixture:2 within 10m', 'assert node1 booted fixture:2'],
+  );
+});
+
+test('the default scenario: old-to-new', (t) => {
+  const scenario = loadScenario(join(repoRoot, 'scenarios', 'old-to-new.yaml'));
+  t.is(scenario.name, 'old-to-new');
+  t.deepEqual(
+    scenario.steps.map((step) => step.kind),
+    ['up', 'expect', 'expect', 'expect', 'expect', 'assert'],
+  );
+  t.like(scenario.steps[4], { kind: 'expect', event: 'booted', booted: 'fixture:2', withinMs: 300_000 });
+  t.like(scenario.steps[5], { kind: 'assert', booted: 'fixture:2', reboots: 1, pos: { line: 14, col: 5 } });
+});
+
+test('every section in its long form', (t) => {
+  const text = `name: full
+description: all the forms
+timeout: 45m
+images:
+  old: fixture:1
+  local: { path: ./disk.qcow2, sha256: ${'a'.repeat(64)} }
+  remote: { url: https://example.test/x.qcow2, sha256: ${'b'.repeat(64)} }
+oscontainers:
+  new: { build: fixture:2 }
+  tree: { build: { repo: /srv/repo, commit: ${'c'.repeat(64)} } }
+  dir: { build: { rootfs: ./rootfs, version: '9' } }
+  upstream: { pull: 'quay.io/x/y@sha256:${'d'.repeat(64)}' }
+registry: { url: http://127.0.0.1:5000/ }
+nodes:
+  a:
+    image: old
+    memory: 2GiB
+    vcpus: 2
+    firmware: uefi
+    driver: legacy
+    pivot: new
+    kernel-args: { add: [x=1], delete: quiet }
+    ignition: { storage: { files: [ { path: /etc/x, contents: { source: 'data:,x' } } ] } }
+  b: { image: local, driver: rpm-ostree, pivot: upstream }
+steps:
+  - fault: { registry: slow, rate: 512KiB/s }
+  - up: [a]
+  - up: b
+  - expect: { node: a, event: pulling }
+  - expect: { node: a, event: failure, match: 'oom', within: 90s }
+  - expect: { node: b, console: 'Started .*', within: 1m30s }
+  - power-off: { node: a, when: pivot.staged, after: 2s, restart: false }
+  - reboot: a
+  - pivot: { node: a, to: new }
+  - wait: 10
+  - fault: { registry: down }
+  - assert: { node: b, booted: upstream, reboots: 2, failed: false }
+  - down
+`;
+  const scenario = parseScenario(text, '/work/s/full.yaml');
+  t.is(scenario.timeoutMs, 45 * 60_000);
+  t.deepEqual(scenario.images.get('local'), { kind: 'path', path: '/work/s/disk.qcow2', sha256: 'a'.repeat(64) });
+  t.deepEqual(scenario.oscontainers.get('dir'), { kind: 'build-rootfs', rootfs: '/work/s/rootfs', version: '9' });
+  t.deepEqual(scenario.registry, { kind: 'external', url: 'http://127.0.0.1:5000' });
+  t.like(scenario.nodes[0], {
+    memoryMiB: 2048,
+    vcpus: 2,
+    firmware: 'uefi',
+    kernelArgs: { add: ['x=1'], delete: ['quiet'] },
+  });
+  t.deepEqual(scenario.nodes[0]!.ignition, {
+    storage: { files: [{ path: '/etc/x', contents: { source: 'data:,x' } }] },
+  });
+  t.deepEqual(
+    scenario.steps.map((step) => step.label),
+    [
+      'fault registry slow 512KiB/s',
+      'up a',
+      'up b',
+      'expect a pivot.pulling within 5m',
+      'expect a failure /oom/ within 1m30s',
+      'expect b console /Started .*/ within 1m30s',
+      'power-off a when staged +2s',
+      'reboot a',
+      'pivot a to new',
+      'wait 10s',
+      'fault registry down',
+      'assert b booted upstream reboots=2 failed=false',
+      'down',
+    ],
+  );
+  t.like(scenario.steps[0], { kind: 'fault', registry: 'slow', bytesPerSecond: 512 * 1024 });
+  t.like(scenario.steps[6], { kind: 'power-off', when: 'staged', afterMs: 2000, restart: false });
+});
+
+const malformed: [string, string, string[]][] = [
+  [
+    'empty file',
+    '',
+    ['1:1: the scenario is empty ("a minimal scenario has \'nodes:\' with one node")'.replace(/"/g, '')],
+  ],
+  [
+    'unknown top-level key',
+    'nodes:\n  n: {}\nstep:\n  - up\n',
+    ["3:1: unknown key 'step' in the scenario (did you mean 'steps'?)"],
+  ],
+  [
+    'unknown node key',
+    'nodes:\n  node1:\n    imagee: fixture:1\n',
+    ["3:5: unknown key 'imagee' in node 'node1' (did you mean 'image'?)"],
+  ],
+  [
+    'bad firmware',
+    'nodes:\n  n:\n    firmware: efi\n',
+    ["3:15: node 'n' firmware must be one of bios, uefi; got 'efi' (did you mean 'uefi'?)"],
+  ],
+  [
+    'bad driver',
+    'nodes:\n  n:\n    driver: rpmostree\n',
+    ["3:13: node 'n' driver must be one of legacy, rpm-ostree, bootc; got 'rpmostree' (did you mean 'rpm-ostree'?)"],
+  ],
+  [
+    'undefined image',
+    'images:\n  old: fixture:1\nnodes:\n  n:\n    image: olf\n',
+    ["5:12: node 'n' image 'olf' is not defined (did you mean 'old'?)"],
+  ],
+  [
+    'small memory',
+    'nodes:\n  n:\n    memory: 64\n',
+    ["3:13: node 'n' memory must be a size of at least 256MiB like 1024 (MiB) or 2GiB"],
+  ],
+  [
+    'bad vcpus',
+    'nodes:\n  n:\n    vcpus: two\n',
+    ["3:12: node 'n' vcpus must be a whole number from 1 to 64; got string 'two'"],
+  ],
+  [
+    'bad node name',
+    'nodes:\n  Node_1: {}\n',
+    ["2:3: node name 'Node_1' must be lowercase letters, digits and '-', starting with a letter (max 31)"],
+  ],
+  ['no nodes', 'name: x\n', ["1:1: the scenario needs 'nodes:' (at least one node)"]],
+  [
+    'steps not a list',
+    'nodes:\n  n: {}\nsteps: up\n',
+    ["3:8: steps must be a list (- up, - expect: ...), got string 'up'"],
+  ],
+  [
+    'unknown step',
+    'nodes:\n  n: {}\nsteps:\n  - up\n  - expcet: { event: booted }\n',
+    ["5:5: unknown step 'expcet' (did you mean 'expect'?)"],
+  ],
+  [
+    'unknown expect event',
+    'nodes:\n  n: {}\nsteps:\n  - up\n  - expect: { event: bootd }\n',
+    [
+      "5:22: expect.event must be one of ignition, pivot.pulling, pivot.staging, pivot.staged, pivot.rebooting, pivot.skipped, reboot, stopped, booted, failure, console; got 'bootd' (did you mean 'booted'?)",
+    ],
+  ],
+  [
+    'bad duration',
+    'nodes:\n  n: {}\nsteps:\n  - up\n  - wait: 5 minutes\n',
+    ["5:11: wait must be a duration like 90s, 5m or 1m30s; got string '5 minutes'"],
+  ],
+  [
+    'node required with two nodes',
+    'nodes:\n  a: {}\n  b: {}\nsteps:\n  - up\n  - expect: { event: booted }\n',
+    ["6:13: 'expect' needs 'node:' when the scenario has more than one node (one of: a, b)"],
+  ],
+  [
+    'unknown node in a step',
+    'nodes:\n  node1: {}\nsteps:\n  - up\n  - reboot: nod1\n',
+    ["5:13: unknown node 'nod1' (did you mean 'node1'?)"],
+  ],
+  [
+    'expect before up',
+    'nodes:\n  n: {}\nsteps:\n  - expect: { event: booted }\n  - up\n',
+    ["4:5: 'expect' needs a running node: put '- up' before it"],
+  ],
+  [
+    'two forms in one expect',
+    'nodes:\n  n: {}\nsteps:\n  - up\n  - expect: { event: booted, booted: fixture:1 }\n',
+    ["5:13: expect needs exactly one of 'event', 'booted' or 'console', got event and booted"],
+  ],
+  [
+    'bad regex',
+    'nodes:\n  n: {}\nsteps:\n  - up\n  - expect: { console: "a(" }\n',
+    ['5:24: expect.console is not a valid regular expression: Invalid regular expression: /a(/: Unterminated group'],
+  ],
+  [
+    'unknown fault',
+    'nodes:\n  n: {}\nsteps:\n  - fault: { registry: dwn }\n',
+    ["4:24: fault.registry must be one of down, up, corrupt-blob, slow, clear; got 'dwn' (did you mean 'down'?)"],
+  ],
+  [
+    'rate without slow',
+    'nodes:\n  n: {}\nsteps:\n  - fault: { registry: down, rate: 1MiB }\n',
+    ["4:30: 'rate' only applies to 'registry: slow'"],
+  ],
+  [
+    'bad power-off phase',
+    'nodes:\n  n: {}\nsteps:\n  - up\n  - power-off: { when: stagged }\n',
+    ["5:24: power-off.when must be one of pulling, staging, staged, rebooting; got 'stagged' (did you mean 'staged'?)"],
+  ],
+  [
+    'pivot to another target',
+    'nodes:\n  n: { pivot: fixture:2 }\nsteps:\n  - up\n  - pivot: { to: fixture:3 }\n',
+    [
+      "5:18: pivot.to 'fixture:3' differs from node 'n' pivot target 'fixture:2' (a running node re-runs the pivot its Ignition configured; devpivot has no agent in the guest)",
+    ],
+  ],
+  [
+    'url without checksum',
+    'images:\n  x: https://e.test/a.qcow2\nnodes:\n  n: { image: x }\n',
+    ["2:6: image 'x': a URL needs a checksum (write { url: ..., sha256: ... })"],
+  ],
+  [
+    'bad sha256',
+    'images:\n  x: { path: a.qcow2, sha256: abc }\nnodes:\n  n: { image: x }\n',
+    ["2:31: image 'x'.sha256 must be 64 lowercase hex digits"],
+  ],
+  [
+    'bad pull reference',
+    'oscontainers:\n  x: { pull: "a b" }\nnodes:\n  n: {}\n',
+    ["2:14: oscontainer 'x'.pull must be an image reference like host/repo:tag or @sha256:..."],
+  ],
+  [
+    'bad registry',
+    'registry: local\nnodes:\n  n: {}\n',
+    ["1:11: registry must be 'embedded' or an http(s) URL; got 'local'"],
+  ],
+  [
+    'YAML syntax error',
+    'nodes:\n  n: {\n',
+    ['3:1: YAML syntax: Flow map in block collection must be sufficiently indented and end with a }'],
+  ],
+  ['duplicate key', 'nodes:\n  n: {}\n  n: {}\n', ['3:3: YAML syntax: Map keys must be unique']],
+  [
+    'several problems at once',
+    'nodes:\n  n:\n    vcpu: 2\nsteps:\n  - up\n  - wiat: 1s\n  - assert: { }\n',
+    [
+      "3:5: unknown key 'vcpu' in node 'n' (did you mean 'vcpus'?)",
+      "6:5: unknown step 'wiat' (did you mean 'wait'?)",
+      "7:13: assert needs 'booted', 'reboots' or 'failed'",
+    ],
+  ],
+  [
+    'kernel-args with rpm-ostree',
+    'nodes:\n  n:\n    driver: rpm-ostree\n    kernel-args: { add: [a] }\n',
+    ["4:18: node 'n' kernel-args need the legacy driver (it reads /etc/pivot/kernel-args)"],
+  ],
+];
+
+for (const [title, text, expected] of malformed) {
+  test(`malformed: ${title}`, (t) => {
+    t.deepEqual(problems(text), expected);
+  });
+}
+
+test('ScenarioError message carries file:line:col and exit status 2', (t) => {
+  const error = t.throws(() => parseScenario('nodes:\n  n:\n    imag: x\n', 'scenarios/x.yaml'), {
+    instanceOf: ScenarioError,
+  });
+  t.is(error.code, 'SCENARIO_INVALID');
+  t.is(error.exitCode, 2);
+  t.regex(error.message, /scenarios\/x\.yaml:3:5: unknown key 'imag' in node 'n' \(did you mean 'image'\?\)/);
+});
+
+test('a missing file is a set-up error with a hint', (t) => {
+  const error = t.throws(() => loadScenario('/nonexistent/s.yaml'));
+  t.like(error, { code: 'SCENARIO_NOT_FOUND', exitCode: 2 });
+});
+
+test('durations and sizes', (t) => {
+  t.is(parseDuration('90s'), 90_000);
+  t.is(parseDuration('1m30s'), 90_000);
+  t.is(parseDuration('500ms'), 500);
+  t.is(parseDuration(2), 2000);
+  t.is(parseDuration('5 m'), undefined);
+  t.is(parseDuration('m'), undefined);
+  t.is(parseSize('2GiB'), 2 * 1024 ** 3);
+  t.is(parseSize(1024, 1024 ** 2), 1024 ** 3);
+  t.is(parseSize('1 TB'), undefined);
+  t.is(formatDuration(300_000), '5m');
+  t.is(formatDuration(90_000), '1m30s');
+  t.is(formatDuration(1500), '1.5s');
+});
