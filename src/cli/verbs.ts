@@ -12,4 +12,9 @@ export interface Verb {
 
 export const verbs: Verb[] = [
   { name: 'doctor', summary: 'Check that this machine can run devpivot', load: () => import('./commands/doctor.js') },
+  {
+    name: 'registry',
+    summary: 'Run the embedded OCI registry, or collect its garbage',
+    load: () => import('./commands/registry.js'),
+  },
 ];

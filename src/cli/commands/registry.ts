@@ -1,0 +1,83 @@
+import { join } from 'node:path';
+import { UsageError } from '../../core/errors.js';
+import { stateDir } from '../../core/paths.js';
+import { collectGarbage } from '../../registry/gc.js';
+import { startRegistry } from '../../registry/server.js';
+import { RegistryStore } from '../../registry/store.js';
+import type { Command, CommandContext } from '../command.js';
+
+function storageOf({ args, env }: CommandContext): string {
+  return args.string('storage') ?? join(stateDir(env), 'registry');
+}
+
+function portOf(value: string | undefined): number {
+  if (value === undefined) return 5000;
+  if (!/^\d+$/.test(value) || Number(value) > 65535)
+    throw new UsageError(`invalid --port '${value}'`, 'a port is 0..65535 (0 picks a free port)');
+  return Number(value);
+}
+
+async function serve(context: CommandContext): Promise<number> {
+  const { args, bus, stdout, signal } = context;
+  const storage = storageOf(context);
+  if (!args.flag('quiet')) {
+    bus.on('registry.request', (e) =>
+      stdout.write(`${e.client} ${e.method} ${e.path} ${e.status} ${e.bytes}B ${e.ms}ms\n`),
+    );
+  }
+  const registry = await startRegistry({
+    host: args.string('host') ?? '127.0.0.1',
+    port: portOf(args.string('port')),
+    storage,
+    bus,
+  });
+  stdout.write(`registry listening on ${registry.url} (storage ${storage})\n`);
+  if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+  await registry.stop();
+  stdout.write('registry stopped\n');
+  return 0;
+}
+
+async function gc(context: CommandContext): Promise<number> {
+  const { args, stdout } = context;
+  const grace = args.string('grace') ?? '3600';
+  if (!/^\d+$/.test(grace)) throw new UsageError(`invalid --grace '${grace}'`, 'give whole seconds, e.g. --grace 0');
+  const store = await RegistryStore.open(storageOf(context));
+  const result = await collectGarbage(store, { graceMs: Number(grace) * 1000, dryRun: args.flag('dry-run') });
+  if (args.flag('json')) stdout.write(`${JSON.stringify(result)}\n`);
+  else {
+    const verb = args.flag('dry-run') ? 'would remove' : 'removed';
+    stdout.write(
+      `${result.manifests} manifest(s), ${result.markedBlobs} blob(s) in use; ${verb} ${result.removedBlobs.length} blob(s) ` +
+        `(${(result.freedBytes / 1048576).toFixed(1)} MiB) and ${result.removedLinks} repository link(s)\n` +
+        `(blobs younger than ${grace}s are kept, which makes gc safe while the registry serves)\n`,
+    );
+  }
+  return 0;
+}
+
+export const command: Command = {
+  name: 'registry',
+  summary: 'Run the embedded OCI registry, or collect its garbage',
+  usage: 'serve [--host ADDR] [--port PORT] [--storage DIR] | gc [--storage DIR] [--grace SECONDS] [--dry-run]',
+  description:
+    'serve: run the OCI distribution registry (spec v1.1: pull, push, discovery, deletion, referrers) on\n' +
+    'loopback until interrupted; prints its URL. gc: remove blobs no manifest references (mark and sweep).\n' +
+    'Storage defaults to $DEVPIVOT_STATE_DIR/registry (/var/lib/devpivot/registry for root).',
+  positionals: [1, 1],
+  options: {
+    host: { type: 'string', valueName: 'ADDR', description: 'serve: address to bind (default 127.0.0.1)' },
+    port: { type: 'string', short: 'p', valueName: 'PORT', description: 'serve: port (default 5000; 0 = any free)' },
+    storage: { type: 'string', valueName: 'DIR', description: 'Storage directory' },
+    quiet: { type: 'boolean', short: 'q', description: 'serve: do not log requests' },
+    grace: { type: 'string', valueName: 'SECONDS', description: 'gc: keep blobs younger than this (default 3600)' },
+    'dry-run': { type: 'boolean', description: 'gc: only report what would be removed' },
+    json: { type: 'boolean', description: 'gc: print the result as JSON' },
+  },
+  async run(context) {
+    const sub = context.args.positionals[0];
+    if (sub === 'serve') return serve(context);
+    if (sub === 'gc') return gc(context);
+    throw new UsageError(`unknown registry subcommand '${sub}'`, 'use: devpivot registry serve | devpivot registry gc');
+  },
+};

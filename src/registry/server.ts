@@ -1,0 +1,112 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { EventBus } from '../core/bus.js';
+import { DevpivotError } from '../core/errors.js';
+import type { RegistryFaults } from './blob-stream.js';
+import { createRegistry, type RegistryListener } from './handler.js';
+import { RegistryStore, type StoreOptions } from './store.js';
+
+export interface StartRegistryOptions extends StoreOptions {
+  /** Default 127.0.0.1: devpivot never exposes its registry beyond loopback unless told to. */
+  host?: string;
+  /** Default 0 (any free port). */
+  port?: number;
+  /** Storage directory (created when missing). */
+  storage: string;
+  bus?: EventBus;
+  faults?: RegistryFaults;
+}
+
+export interface RunningRegistry {
+  /** `http://host:port` (no trailing slash). Stable across stop()/start(). */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  /** Host:port as image references spell it, e.g. `127.0.0.1:5000/devpivot/os@sha256:...`. */
+  readonly address: string;
+  readonly store: RegistryStore;
+  /** Live fault settings: mutate to inject (see RegistryFaults). */
+  readonly faults: RegistryFaults;
+  readonly listener: RegistryListener;
+  readonly listening: boolean;
+  /** Close the listener and drop live connections (an outage as clients see it). Idempotent. */
+  stop(): Promise<void>;
+  /** Listen again on the same host and port. Idempotent. */
+  start(): Promise<void>;
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      server.off('listening', onListening);
+      reject(
+        new DevpivotError('REGISTRY_LISTEN', `cannot listen on ${host}:${port}: ${error.message}`, {
+          hint:
+            error.code === 'EADDRINUSE'
+              ? `another process uses port ${port}: pick another with --port, or --port 0 for any free port`
+              : 'check the --host address',
+          cause: error,
+        }),
+      );
+    };
+    const onListening = () => {
+      server.off('error', onError);
+      resolve();
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port, host);
+  });
+}
+
+/** Open the store, start listening, emit `registry.listening`. */
+export async function startRegistry(options: StartRegistryOptions): Promise<RunningRegistry> {
+  const host = options.host ?? '127.0.0.1';
+  const store = await RegistryStore.open(options.storage, options);
+  const listener = createRegistry({ store, bus: options.bus, faults: options.faults });
+  let server: Server | undefined;
+  let port = options.port ?? 0;
+  // Sessions idle for uploadTtlMs are removed periodically too, not only at start.
+  const expiry = setInterval(() => void store.expireUploads().catch(() => {}), Math.min(store.uploadTtlMs, 3_600_000));
+  expiry.unref();
+
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  const registry = {
+    get url() {
+      return `http://${urlHost}:${port}`;
+    },
+    host,
+    get port() {
+      return port;
+    },
+    get address() {
+      return `${urlHost}:${port}`;
+    },
+    store,
+    faults: listener.faults,
+    listener,
+    get listening() {
+      return server !== undefined;
+    },
+    async start() {
+      if (server) return;
+      const next = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0 }, listener);
+      await listen(next, port, host);
+      server = next;
+      port = (next.address() as AddressInfo).port;
+      options.bus?.emit({ kind: 'registry.listening', url: registry.url, storage: options.storage });
+    },
+    async stop() {
+      const current = server;
+      if (!current) return;
+      server = undefined;
+      await new Promise<void>((resolve) => {
+        current.close(() => resolve());
+        current.closeAllConnections();
+      });
+      options.bus?.emit({ kind: 'registry.stopped', url: registry.url });
+    },
+  };
+  await registry.start();
+  return registry;
+}
