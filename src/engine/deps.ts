@@ -1,0 +1,102 @@
+import type { EventBus } from '../core/bus.js';
+import type { VmHost } from '../vm/host.js';
+
+/**
+ * Everything the engine drives, as one interface it receives. The engine never imports the registry,
+ * oscontainer, Ignition, VM or fixture modules itself: `real-deps.ts` wires the real ones, and the engine's unit
+ * tests pass a fake VM host. Keep these shapes small: they are the contracts between the areas.
+ */
+export interface RegistryFaults {
+  /** Throttle every blob download to this many bytes per second. */
+  slowBytesPerSecond?: number;
+  /** Serve blobs with flipped bytes (digest verification in the client must fail). */
+  corruptBlobs?: boolean;
+}
+
+export interface RegistryHandle {
+  /** http://127.0.0.1:PORT */
+  readonly url: string;
+  readonly port: number;
+  /** Mutable: the engine's `fault` steps set and clear these while the registry runs. */
+  readonly faults: RegistryFaults;
+  /** Stop listening (an outage, or the end of the run). */
+  stop(): Promise<void>;
+  /** Listen again on the same port after stop(). */
+  start(): Promise<void>;
+}
+
+export interface StartRegistryOptions {
+  host: '127.0.0.1';
+  port: number;
+  /** Directory for blobs and manifests. */
+  storage: string;
+  bus: EventBus;
+}
+
+export type BuildSource = { repo: string; commit: string } | { rootfs: string; version?: string };
+
+/** An oscontainer in the registry, always referenced by digest. */
+export interface PushedImage {
+  /** sha256:... of the manifest. */
+  digest: string;
+  /** The ostree commit it carries (label com.coreos.ostree-commit). */
+  commit: string;
+  /** Its version label. */
+  version: string;
+}
+
+export interface BuildOscontainerOptions {
+  source: BuildSource;
+  /** Registry base URL on this host, e.g. http://127.0.0.1:5000 */
+  registry: string;
+  /** Repository name within the registry, e.g. devpivot/fixture-2 */
+  repository: string;
+  bus: EventBus;
+  signal: AbortSignal;
+}
+
+export interface PullOscontainerOptions {
+  /** Where the image is now, e.g. quay.io/org/os@sha256:... */
+  ref: string;
+  registry: string;
+  repository: string;
+  bus: EventBus;
+  signal: AbortSignal;
+}
+
+export interface IgnitionRequest {
+  driver: 'legacy' | 'rpm-ostree' | 'bootc';
+  /** The pullspec the guest uses: 10.0.2.2:PORT/repo@sha256:... */
+  image?: string;
+  /** Ignition spec version to emit (the generator's default when omitted). */
+  spec?: string;
+  registry: { hostPort: string; insecure: boolean };
+  kernelArgs?: { add: string[]; delete: string[] };
+  /** A fragment merged into the generated config. */
+  extra?: Record<string, unknown>;
+}
+
+export interface FixtureVersion {
+  version: string;
+  /** ostree commit checksum of this version in `repo`. */
+  commit: string;
+  /** A bootable qcow2 of this version, when built. */
+  disk?: string;
+}
+
+export interface Fixture {
+  /** Bootable qcow2 of the first version. */
+  disk: string;
+  /** Archive-mode ostree repository holding every version's commit. */
+  repo: string;
+  versions: FixtureVersion[];
+}
+
+export interface Deps {
+  startRegistry(options: StartRegistryOptions): Promise<RegistryHandle>;
+  buildOscontainer(options: BuildOscontainerOptions): Promise<PushedImage>;
+  pullOscontainer(options: PullOscontainerOptions): Promise<PushedImage>;
+  generateIgnition(request: IgnitionRequest): object;
+  openHost(options: { uri?: string; sessionId?: string; bus: EventBus }): Promise<VmHost>;
+  loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<Fixture>;
+}

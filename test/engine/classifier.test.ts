@@ -1,0 +1,145 @@
+import { readFileSync } from 'node:fs';
+import test from 'ava';
+import {
+  type ClassifierInput,
+  type ClassifierState,
+  classify,
+  cleanLine,
+  type GuestEvent,
+  initialState,
+} from '../../src/engine/classifier.js';
+import { repoRoot } from '../helpers/cli.js';
+
+function consoleOf(name: string): ClassifierInput[] {
+  return readFileSync(`${repoRoot}test/engine/consoles/${name}`, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => ({ kind: 'vm.console', node: 'n1', line }));
+}
+
+function run(
+  inputs: ClassifierInput[],
+  state: ClassifierState = initialState,
+): { events: GuestEvent[]; state: ClassifierState } {
+  const events: GuestEvent[] = [];
+  for (const input of inputs) {
+    const out = classify(state, input);
+    state = out.state;
+    events.push(...out.events);
+  }
+  return { events, state };
+}
+
+const brief = (events: GuestEvent[]) =>
+  events.map((event) => {
+    switch (event.kind) {
+      case 'guest.pivot':
+        return `pivot ${event.phase} ${event.target.slice(0, 30)}`;
+      case 'guest.booted':
+        return `booted ${event.version} ${event.commit.slice(0, 4)}`;
+      case 'guest.ignition':
+        return `ignition ${event.ok}`;
+      case 'guest.pivot.skipped':
+        return `skipped ${event.reason.slice(0, 17)}`;
+      case 'guest.failure':
+        return `failure ${event.reason.split(':')[0]}`;
+    }
+  });
+
+test('a recorded fixture pivot: each fact once, report lines and generic markers agree', (t) => {
+  const { events } = run(consoleOf('fixture-pivot.log'));
+  t.deepEqual(brief(events), [
+    'ignition true',
+    'booted 1 1111',
+    'pivot pulling 10.0.2.2:41234/devpivot/fixtur',
+    'pivot staging 10.0.2.2:41234/devpivot/fixtur',
+    'pivot staged 10.0.2.2:41234/devpivot/fixtur',
+    'pivot rebooting 10.0.2.2:41234/devpivot/fixtur',
+  ]);
+});
+
+test('the next boot after a reboot event reports its facts again', (t) => {
+  const first = run(consoleOf('fixture-pivot.log'));
+  const second = run(
+    [{ kind: 'vm.reboot', node: 'n1', domain: 'd' }, ...consoleOf('fixture-newboot.log')],
+    first.state,
+  );
+  t.deepEqual(brief(second.events), [
+    'booted 2 3333',
+    'pivot pulling 10.0.2.2:41234/devpivot/fixtur',
+    'skipped already at target',
+  ]);
+  // without the reboot event, the same boot's facts are not repeated
+  const same = run(consoleOf('fixture-newboot.log'), first.state);
+  t.deepEqual(brief(same.events), ['skipped already at target']);
+});
+
+test('RHCOS legacy pivot markers with timestamps and systemd tags', (t) => {
+  const { events } = run(consoleOf('rhcos-pivot.log'));
+  t.deepEqual(brief(events), [
+    'ignition true',
+    'booted 410.84.202201 aaaa',
+    'pivot staging 411.86.202212 (bbbb00000000000',
+    'pivot staged 411.86.202212 (bbbb00000000000',
+    'pivot rebooting 411.86.202212 (bbbb00000000000',
+  ]);
+});
+
+test('FCOS rpm-ostree rebase markers', (t) => {
+  const { events } = run(consoleOf('fcos-rebase.log'));
+  t.deepEqual(brief(events), [
+    'pivot pulling 10.0.2.2:5000/devpivot/fcos@sh',
+    'pivot staged 10.0.2.2:5000/devpivot/fcos@sh',
+    'pivot rebooting 10.0.2.2:5000/devpivot/fcos@sh',
+  ]);
+});
+
+test('every failure marker becomes guest.failure with its line', (t) => {
+  const { events } = run(consoleOf('failures.log'));
+  t.deepEqual(brief(events), [
+    'failure kernel panic',
+    'failure dracut refused to continue',
+    'failure emergency mode',
+    'failure out of memory',
+    'failure kernel oops',
+    'ignition false',
+    'failure Ignition failed',
+  ]);
+  const panic = events[0] as Extract<GuestEvent, { kind: 'guest.failure' }>;
+  t.is(panic.line, 'Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)');
+});
+
+test('the guest failure report and a crashed VM', (t) => {
+  const { events } = run([
+    {
+      kind: 'vm.console',
+      node: 'n1',
+      line: 'devpivot-report: {"event":"failed","reason":"pull of x failed: manifest unknown"}',
+    },
+    { kind: 'vm.crashed', node: 'n1', domain: 'd', reason: 'panicked' },
+  ]);
+  t.deepEqual(
+    events.map((e) => (e.kind === 'guest.failure' ? e.reason : e.kind)),
+    ['pull of x failed: manifest unknown', 'the VM crashed: panicked'],
+  );
+});
+
+test('broken report lines and ordinary lines are ignored', (t) => {
+  const { events } = run(
+    [
+      'devpivot-report: {"event":"booted","bootId":',
+      'devpivot-report: 42',
+      'devpivot-report: {"event":"pivot","phase":"flying"}',
+      'reboot: Restarting system',
+      'Oopsie, nothing wrong',
+      'systemd[1]: Started Session 1 of user core.',
+    ].map((line): ClassifierInput => ({ kind: 'vm.console', node: 'n1', line })),
+  );
+  t.deepEqual(events, []);
+});
+
+test('cleanLine strips timestamps, systemd tags, colours and CR', (t) => {
+  t.is(cleanLine('[   12.345] hello\r'), 'hello');
+  t.is(cleanLine('[  OK  ] Started x'), 'Started x');
+  t.is(cleanLine('\x1b[0;32m[FAILED]\x1b[0m Failed to start y'), 'Failed to start y');
+});
