@@ -1,0 +1,254 @@
+/**
+ * What each pivot driver (DESIGN §2) and each option needs on the guest, as spec-neutral files, units and
+ * users. `render.ts` turns them into a spec 3 or spec 2 config.
+ */
+import { UsageError } from '../core/errors.js';
+
+export type PivotDriver = 'legacy' | 'rpm-ostree' | 'bootc';
+export const PIVOT_DRIVERS: readonly PivotDriver[] = ['legacy', 'rpm-ostree', 'bootc'];
+
+export interface FileNode {
+  path: string;
+  contents: string;
+  mode: number;
+}
+
+export interface UnitNode {
+  name: string;
+  enabled?: boolean;
+  contents?: string;
+  dropins?: Array<{ name: string; contents: string }>;
+}
+
+export interface UserNode {
+  name: string;
+  sshAuthorizedKeys: string[];
+}
+
+export interface Fragment {
+  files: FileNode[];
+  units: UnitNode[];
+  users: UserNode[];
+}
+
+export interface RegistryTrust {
+  /** host:port as the GUEST reaches the registry, e.g. `10.0.2.2:5000`. */
+  hostPort: string;
+  /** Plain HTTP registry: a registries.conf.d drop-in marks it insecure. */
+  insecure?: boolean;
+  /** Or trust this CA (PEM) for the registry's TLS certificate. */
+  caPem?: string;
+}
+
+/** `ADD:x` / `DELETE:x` (or `ADD x`) → `{op, arg}`. */
+export interface KernelArg {
+  op: 'ADD' | 'DELETE';
+  arg: string;
+}
+
+export function parseKernelArg(text: string): KernelArg {
+  const match = /^(ADD|DELETE)[: ](.+)$/i.exec(text.trim());
+  if (!match || /\s/.test(match[2]!)) {
+    throw new UsageError(
+      `invalid kernel argument '${text}'`,
+      'write ADD:ARG or DELETE:ARG, one argument each, e.g. --kernel-arg ADD:console=ttyS0',
+      'IGNITION_KERNEL_ARG',
+    );
+  }
+  return { op: match[1]!.toUpperCase() as KernelArg['op'], arg: match[2]! };
+}
+
+export const CONSOLE_DROPIN = {
+  name: '10-devpivot-console.conf',
+  contents:
+    "# devpivot: copy this unit's output to the console so the host can follow the pivot\n" +
+    '[Service]\nStandardOutput=journal+console\nStandardError=journal+console\n',
+};
+
+/** Marks the pivot as done (on /var, shared by all deployments) so the new OS does not pivot again. */
+const STAMP = '/var/lib/devpivot/pivot-started';
+
+function pivotUnit(description: string, commands: string[]): string {
+  return [
+    '[Unit]',
+    `Description=${description}`,
+    'Wants=network-online.target',
+    'After=network-online.target',
+    `ConditionPathExists=!${STAMP}`,
+    '',
+    '[Service]',
+    'Type=oneshot',
+    'RemainAfterExit=yes',
+    'StandardOutput=journal+console',
+    'StandardError=journal+console',
+    ...commands.map((command) => `ExecStart=${command}`),
+    `ExecStart=/bin/sh -c 'mkdir -p ${STAMP.slice(0, STAMP.lastIndexOf('/'))} && touch ${STAMP}'`,
+    'ExecStart=/usr/bin/systemctl reboot',
+    '',
+    '[Install]',
+    'WantedBy=multi-user.target',
+    '',
+  ].join('\n');
+}
+
+const DIGEST_PINNED = /@sha256:[a-f0-9]{64}$/;
+
+export function driverFragment(driver: PivotDriver, image: string, kernelArgs: KernelArg[]): Fragment {
+  const fragment: Fragment = { files: [], units: [], users: [] };
+  if (driver === 'legacy') {
+    // pivot.service pulls exactly what the pullspec names: a tag could move under it, a digest cannot.
+    if (!DIGEST_PINNED.test(image)) {
+      throw new UsageError(
+        `the legacy driver needs the image by digest, got '${image}'`,
+        'use HOST:PORT/REPO@sha256:… (devpivot build prints it)',
+        'IGNITION_IMAGE_NOT_PINNED',
+      );
+    }
+    fragment.files.push({ path: '/etc/pivot/image-pullspec', contents: `${image}\n`, mode: 0o644 });
+    if (kernelArgs.length > 0) {
+      fragment.files.push({
+        path: '/etc/pivot/kernel-args',
+        contents: kernelArgs.map((k) => `${k.op} ${k.arg}\n`).join(''),
+        mode: 0o644,
+      });
+    }
+    fragment.units.push({ name: 'pivot.service', dropins: [CONSOLE_DROPIN] });
+    return fragment;
+  }
+  if (driver === 'rpm-ostree') {
+    const commands = [`/usr/bin/rpm-ostree rebase --experimental ostree-unverified-registry:${image}`];
+    if (kernelArgs.length > 0) {
+      // Applies to the just-staged deployment, so the new OS boots with them.
+      const flags = kernelArgs.map((k) => `${k.op === 'ADD' ? '--append' : '--delete'}=${k.arg}`);
+      commands.push(`/usr/bin/rpm-ostree kargs ${flags.join(' ')}`);
+    }
+    fragment.units.push({
+      name: 'devpivot-rebase.service',
+      enabled: true,
+      contents: pivotUnit('devpivot: rebase to the target OS image and reboot', commands),
+    });
+  } else {
+    if (kernelArgs.length > 0) {
+      throw new UsageError(
+        'the bootc driver cannot set kernel arguments',
+        'bootc images carry their kernel arguments in /usr/lib/bootc/kargs.d; drop --kernel-arg',
+        'IGNITION_KERNEL_ARG',
+      );
+    }
+    fragment.units.push({
+      name: 'devpivot-switch.service',
+      enabled: true,
+      contents: pivotUnit('devpivot: switch to the target bootc image and reboot', [`/usr/bin/bootc switch ${image}`]),
+    });
+  }
+  // The staged deployment is written at shutdown: its log says whether that worked.
+  fragment.units.push({ name: 'ostree-finalize-staged.service', dropins: [CONSOLE_DROPIN] });
+  return fragment;
+}
+
+export function trustFragment(trust: RegistryTrust): Fragment {
+  const fragment: Fragment = { files: [], units: [], users: [] };
+  if (!/^[^/\s]+:\d+$/.test(trust.hostPort) && !/^[^/\s:]+$/.test(trust.hostPort)) {
+    throw new UsageError(
+      `invalid registry address '${trust.hostPort}'`,
+      'write HOST:PORT as the guest reaches it, e.g. 10.0.2.2:5000',
+      'IGNITION_REGISTRY',
+    );
+  }
+  if (trust.insecure) {
+    fragment.files.push({
+      path: '/etc/containers/registries.conf.d/50-devpivot.conf',
+      contents: `# devpivot: the local registry serves plain HTTP\n[[registry]]\nlocation = "${trust.hostPort}"\ninsecure = true\n`,
+      mode: 0o644,
+    });
+  }
+  if (trust.caPem) {
+    fragment.files.push({
+      path: `/etc/containers/certs.d/${trust.hostPort}/ca.crt`,
+      contents: trust.caPem.endsWith('\n') ? trust.caPem : `${trust.caPem}\n`,
+      mode: 0o644,
+    });
+  }
+  return fragment;
+}
+
+/**
+ * The report line of DESIGN §7 for guests that do not print it natively (RHCOS, FCOS): at each boot, the boot
+ * id and the booted deployment's checksum and version from `ostree admin status` (the data `rpm-ostree status`
+ * shows), on the journal and straight on /dev/console so the line arrives unprefixed.
+ */
+export const REPORT_SCRIPT = `#!/bin/sh
+# devpivot: print one machine-readable line per boot with the booted OS version and ostree commit.
+boot_id=$(cat /proc/sys/kernel/random/boot_id)
+set -- $(ostree admin status 2>/dev/null | awk '
+  /^\\* / { found = 1; split($3, parts, "."); commit = parts[1]; next }
+  found && /^  [^ ]/ { exit }
+  found && $1 == "Version:" { version = $2; exit }
+  END { print commit, version }')
+line="devpivot-report: {\\"event\\":\\"booted\\",\\"bootId\\":\\"$boot_id\\",\\"version\\":\\"\${2:-}\\",\\"commit\\":\\"\${1:-}\\"}"
+echo "$line"
+if [ -w /dev/console ]; then echo "$line" > /dev/console; fi
+`;
+
+export function reportFragment(): Fragment {
+  return {
+    files: [{ path: '/etc/devpivot/report.sh', contents: REPORT_SCRIPT, mode: 0o755 }],
+    units: [
+      {
+        name: 'devpivot-report.service',
+        enabled: true,
+        contents: [
+          '[Unit]',
+          'Description=devpivot: report the booted OS version and commit',
+          'After=local-fs.target',
+          '',
+          '[Service]',
+          'Type=oneshot',
+          'ExecStart=/bin/sh /etc/devpivot/report.sh',
+          '',
+          '[Install]',
+          'WantedBy=multi-user.target',
+          '',
+        ].join('\n'),
+      },
+    ],
+    users: [],
+  };
+}
+
+export function accessFragment(options: { sshKeys?: string[]; hostname?: string }): Fragment {
+  const fragment: Fragment = { files: [], units: [], users: [] };
+  if (options.sshKeys && options.sshKeys.length > 0) {
+    fragment.users.push({ name: 'core', sshAuthorizedKeys: [...new Set(options.sshKeys.map((k) => k.trim()))] });
+  }
+  if (options.hostname !== undefined) {
+    if (
+      !/^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/.test(
+        options.hostname,
+      )
+    ) {
+      throw new UsageError(
+        `invalid hostname '${options.hostname}'`,
+        'use letters, digits, dots and hyphens',
+        'IGNITION_HOSTNAME',
+      );
+    }
+    fragment.files.push({ path: '/etc/hostname', contents: `${options.hostname}\n`, mode: 0o644 });
+  }
+  return fragment;
+}
+
+/** Join fragments; a later unit with the same name gets its drop-ins appended. */
+export function combine(...fragments: Fragment[]): Fragment {
+  const result: Fragment = { files: [], units: [], users: [] };
+  for (const fragment of fragments) {
+    result.files.push(...fragment.files);
+    for (const unit of fragment.units) {
+      const existing = result.units.find((u) => u.name === unit.name);
+      if (!existing) result.units.push({ ...unit, dropins: unit.dropins ? [...unit.dropins] : undefined });
+      else existing.dropins = [...(existing.dropins ?? []), ...(unit.dropins ?? [])];
+    }
+    result.users.push(...fragment.users);
+  }
+  return result;
+}
