@@ -53,6 +53,9 @@ const URL_SCHEMES = ['data:', 'http://', 'https://', 'tftp://', 's3://', 'oem://
 /** Check a spec 2.2.0 config against the rules of that spec devpivot depends on; returns the problems. */
 export function validateSpec2(config: unknown): string[] {
   const errors: string[] = [];
+  const fail = (message: string): void => {
+    errors.push(message);
+  };
   const obj = (value: unknown): value is Record<string, unknown> =>
     typeof value === 'object' && value !== null && !Array.isArray(value);
   const list = (value: unknown, path: string): unknown[] => {
@@ -67,14 +70,14 @@ export function validateSpec2(config: unknown): string[] {
     for (const key of Object.keys(value)) if (!allowed.includes(key)) errors.push(`${path}.${key}: not in spec 2.2.0`);
   };
   const source = (value: unknown, path: string) => {
-    if (typeof value !== 'string') return errors.push(`${path}: must be a string`);
+    if (typeof value !== 'string') return fail(`${path}: must be a string`);
     if (value !== '' && !URL_SCHEMES.some((scheme) => value.startsWith(scheme))) {
       errors.push(`${path}: unsupported URL scheme in '${value.slice(0, 40)}'`);
     }
     if (value.startsWith('data:') && decodeDataUrl(value) === null) errors.push(`${path}: invalid data URL`);
   };
   const unitText = (text: unknown, path: string) => {
-    if (typeof text !== 'string') return errors.push(`${path}: must be a string`);
+    if (typeof text !== 'string') return fail(`${path}: must be a string`);
     let section = false;
     text.split('\n').forEach((line, i) => {
       const trimmed = line.trim();
@@ -100,7 +103,7 @@ export function validateSpec2(config: unknown): string[] {
       onlyKeys(config.storage, ['disks', 'raid', 'filesystems', 'files', 'directories', 'links'], 'storage');
       list(config.storage.files, 'storage.files').forEach((file, i) => {
         const path = `storage.files[${i}]`;
-        if (!obj(file)) return errors.push(`${path}: must be an object`);
+        if (!obj(file)) return fail(`${path}: must be an object`);
         onlyKeys(file, ['filesystem', 'path', 'contents', 'mode', 'user', 'group', 'append', 'overwrite'], path);
         if (typeof file.filesystem !== 'string' || file.filesystem === '') errors.push(`${path}.filesystem: required`);
         if (typeof file.path !== 'string' || !file.path.startsWith('/')) errors.push(`${path}.path: must be absolute`);
@@ -125,7 +128,7 @@ export function validateSpec2(config: unknown): string[] {
       onlyKeys(config.systemd, ['units'], 'systemd');
       list(config.systemd.units, 'systemd.units').forEach((unit, i) => {
         const path = `systemd.units[${i}]`;
-        if (!obj(unit)) return errors.push(`${path}: must be an object`);
+        if (!obj(unit)) return fail(`${path}: must be an object`);
         onlyKeys(unit, ['name', 'enable', 'enabled', 'mask', 'contents', 'dropins'], path);
         if (typeof unit.name !== 'string' || !UNIT_SUFFIXES.some((s) => (unit.name as string).endsWith(s))) {
           errors.push(`${path}.name: must be a unit name with a valid type suffix`);
@@ -137,7 +140,7 @@ export function validateSpec2(config: unknown): string[] {
         if (unit.contents !== undefined) unitText(unit.contents, `${path}.contents`);
         list(unit.dropins, `${path}.dropins`).forEach((dropin, j) => {
           const dpath = `${path}.dropins[${j}]`;
-          if (!obj(dropin)) return errors.push(`${dpath}: must be an object`);
+          if (!obj(dropin)) return fail(`${dpath}: must be an object`);
           if (typeof dropin.name !== 'string' || !dropin.name.endsWith('.conf'))
             errors.push(`${dpath}.name: must end in .conf`);
           if (dropin.contents !== undefined) unitText(dropin.contents, `${dpath}.contents`);
@@ -150,8 +153,7 @@ export function validateSpec2(config: unknown): string[] {
     else {
       list(config.passwd.users, 'passwd.users').forEach((user, i) => {
         const path = `passwd.users[${i}]`;
-        if (!obj(user) || typeof user.name !== 'string' || user.name === '')
-          return errors.push(`${path}.name: required`);
+        if (!obj(user) || typeof user.name !== 'string' || user.name === '') return fail(`${path}.name: required`);
         list(user.sshAuthorizedKeys, `${path}.sshAuthorizedKeys`).forEach((key, j) => {
           if (typeof key !== 'string' || key.trim() === '')
             errors.push(`${path}.sshAuthorizedKeys[${j}]: must be a key`);
