@@ -12,9 +12,25 @@ export interface Verb {
 
 export const verbs: Verb[] = [
   { name: 'doctor', summary: 'Check that this machine can run devpivot', load: () => import('./commands/doctor.js') },
+  { name: 'images', summary: 'Build or list the embedded fixture OS images', load: () => import('./commands/images.js') },
   {
     name: 'registry',
     summary: 'Run the embedded OCI registry, or collect its garbage',
     load: () => import('./commands/registry.js'),
+  },
+  {
+    name: 'build',
+    summary: 'Build an oscontainer from an ostree commit and push it',
+    load: () => import('./commands/build.js'),
+  },
+  {
+    name: 'pull',
+    summary: 'Copy an image between registries (or into an OCI layout), keeping digests',
+    load: () => import('./commands/pull.js'),
+  },
+  {
+    name: 'ignition',
+    summary: 'Print the Ignition config that makes a node pivot to an image',
+    load: () => import('./commands/ignition.js'),
   },
 ];

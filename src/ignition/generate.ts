@@ -16,17 +16,25 @@ import {
 } from './fragments.js';
 import { appendSpec2, mergeSpec3 } from './merge.js';
 import { type IgnitionConfig, render, serializeIgnition } from './render.js';
-import { compareVersions, DEFAULT_SPEC, isSpecVersion, majorOf, SPEC_VERSIONS, type SpecVersion } from './spec.js';
+import {
+  compareVersions,
+  DEFAULT_SPEC,
+  isSpecVersion,
+  majorOf,
+  parseSpecVersion,
+  SPEC_VERSIONS,
+  type SpecVersion,
+} from './spec.js';
 
 export interface IgnitionOptions {
   driver: PivotDriver;
   /** Target image; by digest for `legacy` (`HOST:PORT/REPO@sha256:…`), as the guest reaches it. */
   image: string;
-  /** Default: 3.0.0, or the version of `extra` when newer. */
-  spec?: SpecVersion;
+  /** Default: 3.0.0, or the version of `extra` when newer. Validated (IGNITION_SPEC on an unsupported one). */
+  spec?: SpecVersion | string;
   registry?: RegistryTrust;
-  /** `ADD:arg` / `DELETE:arg` strings or parsed entries. */
-  kernelArgs?: Array<string | KernelArg>;
+  /** `ADD:arg` / `DELETE:arg` strings, parsed entries, or `{add, delete}` lists. */
+  kernelArgs?: Array<string | KernelArg> | { add?: string[]; delete?: string[] };
   sshKeys?: string[];
   hostname?: string;
   /** The user's own config (parsed JSON), merged over devpivot's with the spec's merge semantics. */
@@ -71,9 +79,18 @@ export function chooseSpec(spec: SpecVersion | undefined, extra: object | undefi
   return version;
 }
 
+function normaliseKernelArgs(input: IgnitionOptions['kernelArgs']): KernelArg[] {
+  if (!input) return [];
+  if (Array.isArray(input)) return input.map((k) => (typeof k === 'string' ? parseKernelArg(k) : k));
+  return [
+    ...(input.add ?? []).map((arg) => parseKernelArg(`ADD:${arg}`)),
+    ...(input.delete ?? []).map((arg) => parseKernelArg(`DELETE:${arg}`)),
+  ];
+}
+
 export function generateIgnition(options: IgnitionOptions): IgnitionConfig {
-  const spec = chooseSpec(options.spec, options.extra);
-  const kernelArgs = (options.kernelArgs ?? []).map((k) => (typeof k === 'string' ? parseKernelArg(k) : k));
+  const spec = chooseSpec(options.spec === undefined ? undefined : parseSpecVersion(options.spec), options.extra);
+  const kernelArgs = normaliseKernelArgs(options.kernelArgs);
   const fragment = combine(
     driverFragment(options.driver, options.image, kernelArgs),
     options.registry ? trustFragment(options.registry) : { files: [], units: [], users: [] },

@@ -70,14 +70,20 @@ export function validateSpec2(config: unknown): string[] {
     for (const key of Object.keys(value)) if (!allowed.includes(key)) errors.push(`${path}.${key}: not in spec 2.2.0`);
   };
   const source = (value: unknown, path: string) => {
-    if (typeof value !== 'string') return fail(`${path}: must be a string`);
+    if (typeof value !== 'string') {
+      fail(`${path}: must be a string`);
+      return;
+    }
     if (value !== '' && !URL_SCHEMES.some((scheme) => value.startsWith(scheme))) {
       errors.push(`${path}: unsupported URL scheme in '${value.slice(0, 40)}'`);
     }
     if (value.startsWith('data:') && decodeDataUrl(value) === null) errors.push(`${path}: invalid data URL`);
   };
   const unitText = (text: unknown, path: string) => {
-    if (typeof text !== 'string') return fail(`${path}: must be a string`);
+    if (typeof text !== 'string') {
+      fail(`${path}: must be a string`);
+      return;
+    }
     let section = false;
     text.split('\n').forEach((line, i) => {
       const trimmed = line.trim();
@@ -103,7 +109,10 @@ export function validateSpec2(config: unknown): string[] {
       onlyKeys(config.storage, ['disks', 'raid', 'filesystems', 'files', 'directories', 'links'], 'storage');
       list(config.storage.files, 'storage.files').forEach((file, i) => {
         const path = `storage.files[${i}]`;
-        if (!obj(file)) return fail(`${path}: must be an object`);
+        if (!obj(file)) {
+          fail(`${path}: must be an object`);
+          return;
+        }
         onlyKeys(file, ['filesystem', 'path', 'contents', 'mode', 'user', 'group', 'append', 'overwrite'], path);
         if (typeof file.filesystem !== 'string' || file.filesystem === '') errors.push(`${path}.filesystem: required`);
         if (typeof file.path !== 'string' || !file.path.startsWith('/')) errors.push(`${path}.path: must be absolute`);
@@ -128,7 +137,10 @@ export function validateSpec2(config: unknown): string[] {
       onlyKeys(config.systemd, ['units'], 'systemd');
       list(config.systemd.units, 'systemd.units').forEach((unit, i) => {
         const path = `systemd.units[${i}]`;
-        if (!obj(unit)) return fail(`${path}: must be an object`);
+        if (!obj(unit)) {
+          fail(`${path}: must be an object`);
+          return;
+        }
         onlyKeys(unit, ['name', 'enable', 'enabled', 'mask', 'contents', 'dropins'], path);
         if (typeof unit.name !== 'string' || !UNIT_SUFFIXES.some((s) => (unit.name as string).endsWith(s))) {
           errors.push(`${path}.name: must be a unit name with a valid type suffix`);
@@ -140,7 +152,10 @@ export function validateSpec2(config: unknown): string[] {
         if (unit.contents !== undefined) unitText(unit.contents, `${path}.contents`);
         list(unit.dropins, `${path}.dropins`).forEach((dropin, j) => {
           const dpath = `${path}.dropins[${j}]`;
-          if (!obj(dropin)) return fail(`${dpath}: must be an object`);
+          if (!obj(dropin)) {
+            fail(`${dpath}: must be an object`);
+            return;
+          }
           if (typeof dropin.name !== 'string' || !dropin.name.endsWith('.conf'))
             errors.push(`${dpath}.name: must end in .conf`);
           if (dropin.contents !== undefined) unitText(dropin.contents, `${dpath}.contents`);
@@ -153,7 +168,10 @@ export function validateSpec2(config: unknown): string[] {
     else {
       list(config.passwd.users, 'passwd.users').forEach((user, i) => {
         const path = `passwd.users[${i}]`;
-        if (!obj(user) || typeof user.name !== 'string' || user.name === '') return fail(`${path}.name: required`);
+        if (!obj(user) || typeof user.name !== 'string' || user.name === '') {
+          fail(`${path}.name: required`);
+          return;
+        }
         list(user.sshAuthorizedKeys, `${path}.sshAuthorizedKeys`).forEach((key, j) => {
           if (typeof key !== 'string' || key.trim() === '')
             errors.push(`${path}.sshAuthorizedKeys[${j}]: must be a key`);

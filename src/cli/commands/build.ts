@@ -1,0 +1,113 @@
+import type { EventBus } from '../../core/bus.js';
+import { DevpivotError, UsageError } from '../../core/errors.js';
+import { buildOscontainer } from '../../oscontainer/build.js';
+import { pushOscontainer } from '../../oscontainer/push.js';
+import { parseReference } from '../../oscontainer/reference.js';
+import type { Command } from '../command.js';
+import { showImageProgress } from '../image-progress.js';
+
+interface FixtureLike {
+  repo: string;
+  versions: Array<{ version: string; commit: string }>;
+}
+
+/** The fixture OS module is optional at build time of this command (it builds images on first use). */
+async function fixtureVersion(wanted: string, bus: EventBus, signal: AbortSignal) {
+  const path = '../../images/fixture.js';
+  let mod: { loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<FixtureLike> };
+  try {
+    mod = await import(path);
+  } catch (error) {
+    throw new DevpivotError('FIXTURE_UNAVAILABLE', 'the fixture OS is not available in this build of devpivot', {
+      hint: 'build from an ostree repo instead: --ostree-repo REPO --commit COMMIT',
+      cause: error,
+    });
+  }
+  const fixture = await mod.loadFixture({ bus, signal });
+  const match = fixture.versions.find((v) => v.version === wanted) ?? fixture.versions[Number(wanted) - 1];
+  if (!match) {
+    throw new UsageError(
+      `the fixture has no version '${wanted}'`,
+      `pick one of: ${fixture.versions.map((v) => v.version).join(', ')}`,
+    );
+  }
+  return { repo: fixture.repo, commit: match.commit };
+}
+
+export const command: Command = {
+  name: 'build',
+  summary: 'Build an oscontainer from an ostree commit and push it',
+  usage: '(--fixture N | --ostree-repo REPO --commit C | --from-dir ROOTFS --version V) [--push REF] [--oci]',
+  description:
+    'Build the legacy oscontainer (one layer holding /srv/repo, an archive ostree repo with exactly that commit;\n' +
+    'labels com.coreos.ostree-commit and version) reproducibly: the same commit always gives the same digest.\n' +
+    'With --push, upload it and print the image by digest (HOST:PORT/REPO@sha256:…) on stdout.',
+  options: {
+    fixture: { type: 'string', valueName: 'N', description: 'Use version N of the built-in fixture OS' },
+    'ostree-repo': { type: 'string', valueName: 'REPO', description: 'ostree repository holding the commit' },
+    commit: { type: 'string', valueName: 'C', description: 'Commit checksum or ref in --ostree-repo' },
+    'from-dir': { type: 'string', valueName: 'ROOTFS', description: 'Commit this directory tree first' },
+    version: { type: 'string', valueName: 'V', description: "The image's version label (required with --from-dir)" },
+    push: { type: 'string', valueName: 'REF', description: 'Push to HOST:PORT/REPO:TAG' },
+    oci: { type: 'boolean', description: 'OCI manifest and media types (default: Docker v2 schema 2)' },
+    insecure: { type: 'boolean', description: 'Plain HTTP to a non-loopback registry' },
+    level: { type: 'string', valueName: '1-9', description: 'gzip level (default 6)' },
+    json: { type: 'boolean', description: 'Print {digest, pinned, commit, version, layer} as JSON' },
+  },
+  async run({ args, bus, stdout, stderr, signal }) {
+    const sources = ['fixture', 'ostree-repo', 'from-dir'].filter((name) => args.string(name) !== undefined);
+    if (sources.length !== 1) {
+      throw new UsageError(
+        sources.length === 0 ? 'nothing to build' : `--${sources.join(' and --')} exclude each other`,
+        'pass one of --fixture N, --ostree-repo REPO --commit C, --from-dir ROOTFS --version V',
+      );
+    }
+    if (args.string('ostree-repo') && !args.string('commit')) {
+      throw new UsageError('--ostree-repo needs --commit', 'pass the commit checksum or a ref, e.g. --commit os/v2');
+    }
+    const level = args.string('level') === undefined ? undefined : Number(args.string('level'));
+    if (level !== undefined && !(Number.isInteger(level) && level >= 1 && level <= 9)) {
+      throw new UsageError(`invalid --level '${args.string('level')}'`, 'gzip levels are 1 (fast) to 9 (small)');
+    }
+    const target = args.string('push');
+    if (target) parseReference(target); // fail on a bad reference before the long build
+    const source = args.string('fixture')
+      ? await fixtureVersion(args.string('fixture')!, bus, signal)
+      : { repo: args.string('ostree-repo'), commit: args.string('commit') };
+    const stop = showImageProgress(bus, stderr);
+    try {
+      const image = await buildOscontainer({
+        ...source,
+        fromDir: args.string('from-dir'),
+        version: args.string('version'),
+        oci: args.flag('oci'),
+        gzip: level === undefined ? undefined : { level },
+        bus,
+        ref: target ?? 'oscontainer',
+      });
+      try {
+        const pushed = target
+          ? await pushOscontainer(image, target, { bus, signal, insecure: args.flag('insecure') })
+          : undefined;
+        stop();
+        const summary = {
+          digest: image.digest,
+          pinned: pushed?.pinned ?? null,
+          commit: image.commit,
+          version: image.version,
+          layer: { digest: image.layer.digest, diffId: image.layer.diffId, size: image.layer.size },
+        };
+        if (args.flag('json')) stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+        else {
+          stderr.write(`built ${image.version} (${image.commit.slice(0, 12)}), layer ${image.layer.size} bytes\n`);
+          stdout.write(`${pushed?.pinned ?? image.digest}\n`);
+        }
+      } finally {
+        await image.dispose();
+      }
+    } finally {
+      stop();
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,54 @@
+import { join } from 'node:path';
+import { cacheDir } from '../../core/paths.js';
+import { copyImage } from '../../oscontainer/copy.js';
+import { parseReference } from '../../oscontainer/reference.js';
+import type { Command } from '../command.js';
+import { showImageProgress } from '../image-progress.js';
+
+export const command: Command = {
+  name: 'pull',
+  summary: 'Copy an image from a registry into another registry or an OCI layout',
+  usage: 'SRC [--to DEST] [--all]',
+  description:
+    'Copy SRC (HOST[:PORT]/REPO[:TAG|@DIGEST]) to DEST, keeping every digest: DEST is another registry reference\n' +
+    '(e.g. the embedded registry, 127.0.0.1:5000/os/rhcos:v2) or oci:DIR[:TAG]. Default DEST: an OCI layout in\n' +
+    "devpivot's cache. Credentials: REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json (Basic and\n" +
+    'Bearer token auth). Interrupted blob downloads resume. From a multi-platform index only linux/amd64 is\n' +
+    'copied unless --all. Prints DEST@DIGEST.',
+  positionals: [1, 1],
+  options: {
+    to: { type: 'string', valueName: 'DEST', description: 'Registry reference or oci:DIR[:TAG]' },
+    all: { type: 'boolean', description: 'Copy every platform of a multi-platform image' },
+    insecure: { type: 'boolean', description: 'Plain HTTP to non-loopback registries' },
+    json: { type: 'boolean', description: 'Print {digest, manifests, blobsCopied, blobsSkipped} as JSON' },
+  },
+  async run({ args, bus, stdout, stderr, env, signal }) {
+    const source = args.positionals[0]!;
+    const src = parseReference(source);
+    const destination =
+      args.string('to') ??
+      `oci:${join(cacheDir(env), 'oci', src.registry.replace(':', '_'), src.repository)}:${src.tag ?? 'latest'}`;
+    const stop = showImageProgress(bus, stderr);
+    try {
+      const result = await copyImage(source, destination, {
+        all: args.flag('all'),
+        insecure: args.flag('insecure'),
+        env,
+        signal,
+        bus,
+      });
+      stop();
+      if (args.flag('json')) stdout.write(`${JSON.stringify({ destination, ...result }, null, 2)}\n`);
+      else {
+        const base = destination.startsWith('oci:')
+          ? destination
+          : `${parseReference(destination).registry}/${parseReference(destination).repository}`;
+        stderr.write(`copied ${result.blobsCopied} blob(s), ${result.blobsSkipped} already there\n`);
+        stdout.write(`${base}@${result.digest}\n`);
+      }
+    } finally {
+      stop();
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,12 @@
+/** Public API of the oscontainer module (used by the engine and the build / pull commands). */
+
+export { type Credentials, findCredentials } from './auth.js';
+export { type BuildOptions, buildOscontainer, type OscontainerImage, writeRepoLayer } from './build.js';
+export { type CopyOptions, type CopyResult, copyImage } from './copy.js';
+export { FIXED_CREATED, imageConfig, imageManifest, OSTREE_COMMIT_LABEL } from './image.js';
+export { MediaType } from './media-types.js';
+export { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
+export { type GzipOptions, parallelGzip } from './parallel-gzip.js';
+export { type PushOptions, type PushResult, pushOscontainer } from './push.js';
+export { byDigest, formatReference, type ImageReference, isLoopback, parseReference } from './reference.js';
+export { RegistryClient, type RegistryClientOptions } from './registry-client.js';
