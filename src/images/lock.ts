@@ -1,0 +1,50 @@
+import { open, readFile, rm, stat } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DevpivotError } from '../core/errors.js';
+
+export interface Lock {
+  release(): Promise<void>;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * An exclusive lock file holding the owner's pid (O_EXCL create). A lock whose owner is dead is taken over;
+ * a live owner is waited for, up to `timeoutMs`.
+ */
+export async function acquireLock(path: string, signal?: AbortSignal, timeoutMs = 15 * 60_000): Promise<Lock> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const handle = await open(path, 'wx', 0o644);
+      await handle.writeFile(`${process.pid}\n`);
+      await handle.close();
+      return { release: () => rm(path, { force: true }) };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const owner = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
+    // An empty file is a lock being written right now, unless it has stayed empty for a while.
+    const young = await stat(path).then(
+      (info) => Date.now() - info.mtimeMs < 5000,
+      () => false,
+    );
+    if ((!Number.isFinite(owner) && !young) || (Number.isFinite(owner) && !alive(owner))) {
+      await rm(path, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline)
+      throw new DevpivotError('FIXTURE_LOCKED', `another build (pid ${owner}) holds ${path}`, {
+        hint: `wait for it to finish, or remove ${path} if pid ${owner} is not a devpivot build`,
+      });
+    signal?.throwIfAborted();
+    await sleep(500, undefined, signal ? { signal } : undefined);
+  }
+}
