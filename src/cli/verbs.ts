@@ -13,7 +13,6 @@ export interface Verb {
 export const verbs: Verb[] = [
   { name: 'doctor', summary: 'Check that this machine can run devpivot', load: () => import('./commands/doctor.js') },
   { name: 'images', summary: 'Build or list the embedded fixture OS images', load: () => import('./commands/images.js') },
-  { name: 'images', summary: 'Build or list the embedded fixture OS images', load: () => import('./commands/images.js') },
   {
     name: 'registry',
     summary: 'Run the embedded OCI registry, or collect its garbage',
