@@ -1,0 +1,272 @@
+/**
+ * Pure builders for the libvirt XML devpivot defines: the domain, its volumes and the storage pool. No I/O, so
+ * every choice here is unit-tested (test/vm/domain-xml.test.ts).
+ */
+
+/** The namespace of devpivot's <metadata> element: its presence is what marks a domain as devpivot's own. */
+export const DEVPIVOT_XMLNS = 'https://devpivot.dev/xmlns/1';
+/** The fw_cfg key Ignition reads on the qemu platform. */
+export const IGNITION_FWCFG_KEY = 'opt/com.coreos/config';
+/** `<sysinfo type='fwcfg'>` arrived in libvirt 6.5.0; older daemons get `-fw_cfg` on the qemu command line. */
+export const SYSINFO_FWCFG_MIN_VERSION = 6_005_000;
+
+export const OVMF = {
+  code: '/usr/share/OVMF/OVMF_CODE_4M.fd',
+  varsTemplate: '/usr/share/OVMF/OVMF_VARS_4M.fd',
+} as const;
+
+export type FwCfgMethod = 'sysinfo' | 'qemu-commandline';
+
+export function fwCfgMethod(libVersion: number): FwCfgMethod {
+  return libVersion >= SYSINFO_FWCFG_MIN_VERSION ? 'sysinfo' : 'qemu-commandline';
+}
+
+/** What devpivot records on every domain it defines. */
+export interface DevpivotMetadata {
+  session: string;
+  node: string;
+  /** The base image the node boots (as given by the user). */
+  image: string;
+  /** ISO time of definition. */
+  created: string;
+  /** Names of the volumes created for this node (overlay, Ignition, console log). */
+  volumes: string[];
+  /** The shared base image volume the overlay is backed by (never deleted with the node). */
+  base: string;
+}
+
+export interface DomainXmlOptions {
+  /** Domain name: `devpivot-<session>-<node>`. */
+  name: string;
+  metadata: DevpivotMetadata;
+  domainType: 'kvm' | 'qemu';
+  memoryMiB: number;
+  vcpus: number;
+  firmware: 'bios' | 'uefi';
+  /** OVMF code and vars template for UEFI (defaults: Debian/Ubuntu 4M builds). */
+  ovmf?: { code: string; varsTemplate: string };
+  /** Path of the node's qcow2 overlay on the hypervisor host. */
+  disk: string;
+  /** Path of the Ignition file on the hypervisor host, and how to hand it to qemu. */
+  ignition: { path: string; method: FwCfgMethod };
+  /** Where virtlogd copies the serial console on the hypervisor host. */
+  consoleLog: string;
+  /** Direct kernel boot (optional: disk images boot through firmware). Paths on the hypervisor host. */
+  kernel?: { path: string; initrd?: string; cmdline?: string };
+}
+
+export function escapeXml(value: string): string {
+  return value
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;');
+}
+
+function unescapeXml(value: string): string {
+  return value
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&#(\d+);/g, (_, code: string) => String.fromCodePoint(Number(code)))
+    .replace(/&amp;/g, '&');
+}
+
+export function domainName(sessionId: string, node: string): string {
+  return `devpivot-${sessionId}-${node}`;
+}
+
+/**
+ * Volume names: `devpivot-<session>--<node>.<suffix>`. The double dash cannot occur inside a session id (see
+ * validateSessionId), so the prefix `devpivot-<session>--` selects exactly one session's volumes.
+ */
+export function volumePrefix(sessionId: string): string {
+  return `devpivot-${sessionId}--`;
+}
+
+export function volumeName(sessionId: string, node: string, suffix: 'qcow2' | 'ign' | 'console.log'): string {
+  return `${volumePrefix(sessionId)}${node}.${suffix}`;
+}
+
+export function baseVolumeName(sha256: string): string {
+  return `devpivot-base-${sha256.slice(0, 16)}.qcow2`;
+}
+
+export const BASE_VOLUME_PATTERN = /^devpivot-base-[0-9a-f]{16}\.qcow2$/;
+
+const ID = /^[a-z0-9](?:[a-z0-9]|-(?!-))*$/;
+
+/** Session ids and node names: lower-case letters, digits, single dashes; no leading/trailing/double dash. */
+export function validName(value: string): boolean {
+  return value.length > 0 && value.length <= 40 && ID.test(value) && !value.endsWith('-');
+}
+
+export function metadataXml(meta: DevpivotMetadata): string {
+  const attrs = [
+    ['session', meta.session],
+    ['node', meta.node],
+    ['image', meta.image],
+    ['created', meta.created],
+    ['volumes', meta.volumes.join(' ')],
+    ['base', meta.base],
+  ]
+    .map(([key, value]) => `${key}="${escapeXml(value!)}"`)
+    .join(' ');
+  return `<devpivot:node xmlns:devpivot="${DEVPIVOT_XMLNS}" ${attrs}/>`;
+}
+
+/** Read devpivot's metadata element (as returned by virDomainGetMetadata or inside a full domain XML). */
+export function parseMetadata(xml: string): DevpivotMetadata | undefined {
+  const element = /<(\w+):node\b[^>]*xmlns:\1="([^"]+)"[^>]*>|<node\b[^>]*xmlns="([^"]+)"[^>]*>/.exec(xml);
+  if (!element) return undefined;
+  if ((element[2] ?? element[3]) !== DEVPIVOT_XMLNS) return undefined;
+  const attr = (name: string) => {
+    const match = new RegExp(`\\s${name}="([^"]*)"`).exec(element[0]);
+    return match ? unescapeXml(match[1]!) : undefined;
+  };
+  const session = attr('session');
+  const node = attr('node');
+  if (!session || !node) return undefined;
+  return {
+    session,
+    node,
+    image: attr('image') ?? '',
+    created: attr('created') ?? '',
+    volumes: (attr('volumes') ?? '').split(' ').filter(Boolean),
+    base: attr('base') ?? '',
+  };
+}
+
+export function domainXml(o: DomainXmlOptions): string {
+  const e = escapeXml;
+  const ovmf = o.ovmf ?? OVMF;
+  const qemuNs =
+    o.ignition.method === 'qemu-commandline' ? ` xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"` : '';
+  const os: string[] = ["    <type arch='x86_64' machine='pc'>hvm</type>"];
+  if (o.firmware === 'uefi') {
+    os.push(`    <loader readonly='yes' type='pflash'>${e(ovmf.code)}</loader>`);
+    os.push(`    <nvram template='${e(ovmf.varsTemplate)}'/>`);
+  }
+  if (o.kernel) {
+    os.push(`    <kernel>${e(o.kernel.path)}</kernel>`);
+    if (o.kernel.initrd) os.push(`    <initrd>${e(o.kernel.initrd)}</initrd>`);
+    if (o.kernel.cmdline) os.push(`    <cmdline>${e(o.kernel.cmdline)}</cmdline>`);
+  } else {
+    os.push("    <boot dev='hd'/>");
+  }
+  const lines = [
+    `<domain type='${o.domainType}'${qemuNs}>`,
+    `  <name>${e(o.name)}</name>`,
+    `  <description>devpivot node ${e(o.metadata.node)} of session ${e(o.metadata.session)}</description>`,
+    '  <metadata>',
+    `    ${metadataXml(o.metadata)}`,
+    '  </metadata>',
+    `  <memory unit='MiB'>${o.memoryMiB}</memory>`,
+    `  <vcpu>${o.vcpus}</vcpu>`,
+    '  <os>',
+    ...os,
+    '  </os>',
+  ];
+  if (o.ignition.method === 'sysinfo') {
+    lines.push(
+      "  <sysinfo type='fwcfg'>",
+      `    <entry name='${IGNITION_FWCFG_KEY}' file='${e(o.ignition.path)}'/>`,
+      '  </sysinfo>',
+    );
+  }
+  lines.push('  <features><acpi/><apic/></features>');
+  if (o.domainType === 'kvm') lines.push("  <cpu mode='host-passthrough'/>");
+  lines.push(
+    '  <on_poweroff>destroy</on_poweroff>',
+    '  <on_reboot>restart</on_reboot>',
+    '  <on_crash>destroy</on_crash>',
+    '  <devices>',
+    "    <disk type='file' device='disk'>",
+    "      <driver name='qemu' type='qcow2'/>",
+    `      <source file='${e(o.disk)}'/>`,
+    "      <target dev='vda' bus='virtio'/>",
+    '    </disk>',
+    "    <interface type='user'>",
+    "      <model type='virtio'/>",
+    '    </interface>',
+    "    <serial type='pty'>",
+    `      <log file='${e(o.consoleLog)}' append='on'/>`,
+    "      <target port='0'/>",
+    '    </serial>',
+    "    <console type='pty'>",
+    "      <target type='serial' port='0'/>",
+    '    </console>',
+    "    <rng model='virtio'>",
+    "      <backend model='random'>/dev/urandom</backend>",
+    '    </rng>',
+    '  </devices>',
+  );
+  if (o.ignition.method === 'qemu-commandline') {
+    // qemu's -fw_cfg option separates fields with commas; a literal comma in the path is written twice.
+    const path = o.ignition.path.replace(/,/g, ',,');
+    lines.push(
+      '  <qemu:commandline>',
+      "    <qemu:arg value='-fw_cfg'/>",
+      `    <qemu:arg value='name=${IGNITION_FWCFG_KEY},file=${e(path)}'/>`,
+      '  </qemu:commandline>',
+    );
+  }
+  lines.push('</domain>');
+  return `${lines.join('\n')}\n`;
+}
+
+/** A dir storage pool. */
+export function poolXml(name: string, path: string): string {
+  return [
+    "<pool type='dir'>",
+    `  <name>${escapeXml(name)}</name>`,
+    '  <target>',
+    `    <path>${escapeXml(path)}</path>`,
+    '    <permissions><mode>0755</mode></permissions>',
+    '  </target>',
+    '</pool>',
+    '',
+  ].join('\n');
+}
+
+export interface VolumeXmlOptions {
+  name: string;
+  /** Bytes: the virtual size for qcow2, the file size for raw. */
+  capacity: number;
+  format: 'qcow2' | 'raw';
+  /** Backing file (path on the hypervisor host) for a copy-on-write overlay. */
+  backing?: { path: string; format: 'qcow2' };
+  /** File mode: the Ignition file must be readable by the unprivileged qemu user. */
+  mode?: string;
+}
+
+export function volumeXml(o: VolumeXmlOptions): string {
+  const lines = [
+    '<volume>',
+    `  <name>${escapeXml(o.name)}</name>`,
+    `  <capacity unit='bytes'>${o.capacity}</capacity>`,
+    `  <allocation unit='bytes'>0</allocation>`,
+    '  <target>',
+    `    <format type='${o.format}'/>`,
+  ];
+  if (o.mode) lines.push(`    <permissions><mode>${o.mode}</mode></permissions>`);
+  lines.push('  </target>');
+  if (o.backing) {
+    lines.push(
+      '  <backingStore>',
+      `    <path>${escapeXml(o.backing.path)}</path>`,
+      `    <format type='${o.backing.format}'/>`,
+      '  </backingStore>',
+    );
+  }
+  lines.push('</volume>', '');
+  return lines.join('\n');
+}
+
+/** The target path of a pool, from its XML. */
+export function poolPath(xml: string): string | undefined {
+  const match = /<target>[\s\S]*?<path>([^<]+)<\/path>/.exec(xml);
+  return match ? unescapeXml(match[1]!) : undefined;
+}

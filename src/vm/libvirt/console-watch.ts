@@ -1,0 +1,136 @@
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { dirname } from 'node:path';
+import { LineSplitter } from '../console-lines.js';
+import type { Connection } from './connection.js';
+import type { Stream } from './stream.js';
+
+export interface ConsoleWatchOptions {
+  domain: string;
+  /** devpivot's canonical console log (cleaned lines, appended across boots). */
+  logPath: string;
+  onLine: (line: string) => void;
+  onWarning: (message: string) => void;
+  connection: () => Connection;
+}
+
+/**
+ * Reads a domain's serial console through a non-blocking libvirt stream driven by the event loop: no thread is
+ * parked on it. Lines go to `onLine` and to the canonical log. If the stream ends while the domain still runs
+ * (another client took the console with --force, or the connection was re-established) it re-attaches, politely
+ * (without force), every 2 s until the domain stops.
+ */
+export class ConsoleWatch {
+  readonly #o: ConsoleWatchOptions;
+  #splitter = new LineSplitter();
+  #log: WriteStream | undefined;
+  #stream: Stream | undefined;
+  #stopReading: (() => void) | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  #wanted = false;
+  #warned = false;
+
+  constructor(options: ConsoleWatchOptions) {
+    this.#o = options;
+  }
+
+  get attached(): boolean {
+    return this.#stream !== undefined;
+  }
+
+  /** Attach now (the domain must be running or paused). Throws if the console cannot be opened. */
+  async attach(): Promise<void> {
+    this.#wanted = true;
+    if (this.#stream) return;
+    if (!this.#log) {
+      mkdirSync(dirname(this.#o.logPath), { recursive: true });
+      this.#log = createWriteStream(this.#o.logPath, { flags: 'a' });
+      this.#log.on('error', (error) => this.#o.onWarning(`cannot write ${this.#o.logPath}: ${error.message}`));
+    }
+    const conn = this.#o.connection();
+    const domain = await conn.lookupDomain(this.#o.domain);
+    if (!domain) throw new Error(`domain ${this.#o.domain} disappeared`);
+    const stream = conn.newStream(true);
+    try {
+      await domain.openConsole(stream, 0);
+    } catch (error) {
+      stream.free();
+      throw error;
+    } finally {
+      domain.free();
+    }
+    this.#stream = stream;
+    this.#warned = false;
+    this.#stopReading = stream.readEvents(
+      (chunk) => this.#lines(this.#splitter.push(chunk)),
+      () => setImmediate(() => this.#ended(stream)),
+    );
+  }
+
+  /** Keep trying to attach until it works or detach() is called (after a reconnect, or when taken over). */
+  reattachSoon(delayMs = 2000): void {
+    this.#wanted = true;
+    if (this.#retry || this.#stream) return;
+    this.#retry = setTimeout(async () => {
+      this.#retry = undefined;
+      if (!this.#wanted || this.#stream) return;
+      try {
+        const conn = this.#o.connection();
+        const domain = await conn.lookupDomain(this.#o.domain);
+        const active = domain ? await domain.isActive().finally(() => domain.free()) : false;
+        if (!active) return;
+        await this.attach();
+      } catch (error) {
+        if (!this.#warned) {
+          this.#warned = true;
+          this.#o.onWarning(`console of ${this.#o.domain} unavailable (${(error as Error).message}); retrying`);
+        }
+        this.reattachSoon(delayMs);
+      }
+    }, delayMs);
+  }
+
+  /** The domain stopped: its console stream is gone; forget it without re-attaching. */
+  domainStopped(): void {
+    this.#closeStream();
+    this.#lines(this.#splitter.flush());
+  }
+
+  /** Stop reading and close the log. */
+  detach(): void {
+    this.#wanted = false;
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#retry = undefined;
+    this.#closeStream();
+    this.#lines(this.#splitter.flush());
+    this.#log?.end();
+    this.#log = undefined;
+  }
+
+  #lines(lines: string[]): void {
+    for (const line of lines) {
+      this.#log?.write(`${line}\n`);
+      this.#o.onLine(line);
+    }
+  }
+
+  #ended(stream: Stream): void {
+    if (this.#stream !== stream) return;
+    this.#closeStream();
+    if (this.#wanted) this.reattachSoon();
+  }
+
+  #closeStream(): void {
+    const stream = this.#stream;
+    this.#stream = undefined;
+    this.#stopReading?.();
+    this.#stopReading = undefined;
+    if (!stream) return;
+    // Abort and free outside any libvirt callback that may still be on the stack.
+    setImmediate(() => {
+      try {
+        stream.abort();
+      } catch {}
+      stream.free();
+    });
+  }
+}

@@ -1,0 +1,482 @@
+import { posix } from 'node:path';
+import type { EventBus } from '../../core/bus.js';
+import { DevpivotError } from '../../core/errors.js';
+import type { DevpivotEvent } from '../../core/events.js';
+import { libvirtUri, stateDir } from '../../core/paths.js';
+import { probeAccel } from '../accel.js';
+import {
+  DEVPIVOT_XMLNS,
+  type DevpivotMetadata,
+  domainName,
+  domainXml,
+  fwCfgMethod,
+  metadataXml,
+  parseMetadata,
+  validName,
+  volumeName,
+  volumeXml,
+} from '../domain-xml.js';
+import type { NodeSpec, VmHost, VmNode } from '../host.js';
+import { digestCacheFile, imageDigest, inspectQcow2 } from '../qcow2.js';
+import { assertValidSessionId, consoleLogPath, newSessionId, recordSession } from '../sessions.js';
+import { Connection, LifecycleEvent, UndefineFlag } from './connection.js';
+import { ConsoleWatch } from './console-watch.js';
+import { LibvirtError, VirErr } from './errors.js';
+import { cleanup } from './inventory.js';
+import { createDataVolume, ensureBaseVolume, ensurePool, POOL_NAME } from './pool.js';
+import type { StoragePool } from './storage.js';
+
+export interface OpenHostOptions {
+  /** libvirt URI; default: LIBVIRT_DEFAULT_URI, else qemu:///system for root, qemu:///session otherwise. */
+  uri?: string;
+  /** Session id (default: 8 random hex digits). Domains are named `devpivot-<session>-<node>`. */
+  sessionId?: string;
+  bus: EventBus;
+  /** Where session records and canonical console logs go (default: stateDir()). */
+  stateDir?: string;
+  /** Target directory for a new `devpivot` pool when the URI does not imply one (remote session daemons). */
+  poolPath?: string;
+  /** Skip the accelerator probe (default: probe locally, read capabilities remotely). */
+  domainType?: 'kvm' | 'qemu';
+}
+
+/** The NodeSpec the libvirt host accepts: the contract's fields plus direct kernel boot (used by VM tests). */
+export interface LibvirtNodeSpec extends NodeSpec {
+  /** Boot this kernel directly instead of through firmware (paths on the hypervisor host). */
+  kernel?: { path: string; initrd?: string; cmdline?: string };
+}
+
+const REBOOT_DEDUP_MS = 1000;
+const STOP_REASONS = ['shutdown', 'destroyed', 'crashed', 'migrated', 'saved', 'failed', 'restored from snapshot'];
+const CRASH_REASONS = ['panicked', 'crashloaded'];
+
+let localAccel: Promise<'kvm' | 'qemu'> | undefined;
+
+function isLocalUri(uri: string): boolean {
+  const match = /^[a-z0-9+]+:\/\/([^/]*)\//.exec(uri);
+  return (match?.[1] ?? '') === '' && !uri.includes('socket=');
+}
+
+/** Open a libvirt connection for one session: the factory the engine uses. */
+export async function openHost(options: OpenHostOptions): Promise<LibvirtHost> {
+  const uri = libvirtUri(options.uri);
+  const sessionId = options.sessionId ?? newSessionId();
+  assertValidSessionId(sessionId);
+  const state = options.stateDir ?? stateDir();
+  const conn = await Connection.open(uri);
+  try {
+    const libVersion = await conn.libVersion();
+    const host = new LibvirtHost(conn, sessionId, options.bus, state, libVersion, options);
+    await host.subscribe();
+    await recordSession(state, { id: sessionId, uri, startedAt: new Date().toISOString(), pid: process.pid });
+    return host;
+  } catch (error) {
+    await conn.close();
+    throw error;
+  }
+}
+
+export class LibvirtHost implements VmHost {
+  readonly uri: string;
+  readonly sessionId: string;
+  readonly libVersion: number;
+  readonly #bus: EventBus;
+  readonly #stateDir: string;
+  readonly #options: OpenHostOptions;
+  #conn: Connection;
+  #unsubscribe: (() => Promise<void>) | undefined;
+  readonly #nodes = new Map<string, LibvirtNode>();
+  readonly #lastReboot = new Map<string, number>();
+  readonly #shutdownCause = new Map<string, string>();
+  #pool: Promise<{ pool: StoragePool; path: string }> | undefined;
+  readonly #baseUploads = new Map<string, Promise<{ name: string; path: string }>>();
+  #closed = false;
+  #reconnecting = false;
+
+  constructor(
+    conn: Connection,
+    sessionId: string,
+    bus: EventBus,
+    state: string,
+    libVersion: number,
+    options: OpenHostOptions,
+  ) {
+    this.#conn = conn;
+    this.uri = conn.uri;
+    this.sessionId = sessionId;
+    this.#bus = bus;
+    this.#stateDir = state;
+    this.libVersion = libVersion;
+    this.#options = options;
+  }
+
+  /** The current connection (replaced after a reconnect). */
+  get connection(): Connection {
+    return this.#conn;
+  }
+
+  get nodes(): LibvirtNode[] {
+    return [...this.#nodes.values()];
+  }
+
+  /** Hand an event to the bus outside the libvirt callback, so the event-loop worker is released at once. */
+  emit(event: DevpivotEvent): void {
+    setImmediate(() => this.#bus.emit(event));
+  }
+
+  warn(message: string): void {
+    this.emit({ kind: 'log', level: 'warn', source: 'vm', message });
+  }
+
+  async subscribe(): Promise<void> {
+    this.#unsubscribe = await this.#conn.subscribeDomainEvents({
+      lifecycle: (domain, event, detail) => this.#onLifecycle(domain, event, detail),
+      reboot: (domain) => this.#onReboot(domain),
+    });
+    this.#conn.onClose((reason) => {
+      if (this.#closed) return;
+      this.emit({
+        kind: 'log',
+        level: 'error',
+        source: 'vm',
+        message: `lost the libvirt connection to ${this.uri} (${reason}); reconnecting`,
+      });
+      void this.#reconnect();
+    });
+  }
+
+  #onLifecycle(domain: string, event: number, detail: number): void {
+    const node = this.#nodes.get(domain);
+    if (!node) return;
+    const base = { node: node.name, domain };
+    switch (event) {
+      case LifecycleEvent.started:
+        this.#shutdownCause.delete(domain);
+        this.emit({ kind: 'vm.started', ...base });
+        break;
+      case LifecycleEvent.shutdown:
+        this.#shutdownCause.set(
+          domain,
+          detail === 1 ? 'guest shut down' : detail === 2 ? 'host shut down' : 'shutdown',
+        );
+        break;
+      case LifecycleEvent.stopped: {
+        node.console.domainStopped();
+        const reason =
+          detail === 0 ? (this.#shutdownCause.get(domain) ?? 'shutdown') : (STOP_REASONS[detail] ?? `detail ${detail}`);
+        this.#shutdownCause.delete(domain);
+        if (detail === 2) this.emit({ kind: 'vm.crashed', ...base, reason: 'crashed' });
+        this.emit({ kind: 'vm.stopped', ...base, reason });
+        break;
+      }
+      case LifecycleEvent.crashed:
+        this.emit({ kind: 'vm.crashed', ...base, reason: CRASH_REASONS[detail] ?? `detail ${detail}` });
+        break;
+    }
+  }
+
+  /** A guest reboot raises two REBOOT events ~60 ms apart (guest reset, then qemu's): report one. */
+  #onReboot(domain: string): void {
+    const node = this.#nodes.get(domain);
+    if (!node) return;
+    const now = Date.now();
+    const last = this.#lastReboot.get(domain) ?? 0;
+    this.#lastReboot.set(domain, now);
+    if (now - last < REBOOT_DEDUP_MS) return;
+    this.emit({ kind: 'vm.reboot', node: node.name, domain });
+  }
+
+  async #reconnect(): Promise<void> {
+    if (this.#reconnecting) return;
+    this.#reconnecting = true;
+    const old = this.#conn;
+    const unsubscribe = this.#unsubscribe;
+    this.#unsubscribe = undefined;
+    this.#pool = undefined;
+    for (const node of this.#nodes.values()) node.console.domainStopped();
+    await unsubscribe?.().catch(() => {});
+    await old.close().catch(() => {});
+    let delay = 500;
+    for (let attempt = 1; !this.#closed && attempt <= 12; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      if (this.#closed) break;
+      try {
+        this.#conn = await Connection.open(this.uri);
+        await this.subscribe();
+        this.emit({ kind: 'log', level: 'info', source: 'vm', message: `reconnected to ${this.uri}` });
+        for (const node of this.#nodes.values()) node.console.reattachSoon(0);
+        this.#reconnecting = false;
+        return;
+      } catch {
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+    this.#reconnecting = false;
+    if (!this.#closed)
+      this.emit({
+        kind: 'log',
+        level: 'error',
+        source: 'vm',
+        message: `could not reconnect to ${this.uri}; is libvirtd running?`,
+      });
+  }
+
+  #ensurePool(): Promise<{ pool: StoragePool; path: string }> {
+    this.#pool ??= ensurePool(this.#conn, this.#options.poolPath).catch((error) => {
+      this.#pool = undefined;
+      throw error;
+    });
+    return this.#pool;
+  }
+
+  async #domainType(): Promise<'kvm' | 'qemu'> {
+    if (this.#options.domainType) return this.#options.domainType;
+    if (isLocalUri(this.uri)) {
+      localAccel ??= probeAccel().then((probe) => probe.domainType);
+      return localAccel;
+    }
+    // A remote hypervisor cannot be probed from here: trust its capabilities.
+    return (await this.#conn.capabilities()).includes("<domain type='kvm'") ? 'kvm' : 'qemu';
+  }
+
+  async createNode(input: NodeSpec, signal?: AbortSignal): Promise<LibvirtNode> {
+    const spec = input as LibvirtNodeSpec;
+    if (this.#closed) throw new DevpivotError('VM_HOST_CLOSED', 'the libvirt connection is closed');
+    if (!validName(spec.name))
+      throw new DevpivotError('VM_BAD_NODE_NAME', `invalid node name '${spec.name}'`, {
+        hint: 'use lower-case letters, digits and single dashes, e.g. "node1"',
+      });
+    const name = domainName(this.sessionId, spec.name);
+    if (this.#nodes.has(name))
+      throw new DevpivotError('VM_NODE_EXISTS', `node ${spec.name} already exists in session ${this.sessionId}`);
+    const check = () => {
+      if (signal?.aborted) throw signal.reason ?? new DevpivotError('ABORTED', 'aborted');
+    };
+    const image = await inspectQcow2(spec.image);
+    const digest = await imageDigest(image, digestCacheFile(this.#stateDir));
+    check();
+    const conn = this.#conn;
+    const { pool, path: poolDir } = await this.#ensurePool();
+    const base = await this.#baseVolume(image, digest, spec.image);
+    check();
+    const overlayName = volumeName(this.sessionId, spec.name, 'qcow2');
+    const ignitionName = volumeName(this.sessionId, spec.name, 'ign');
+    const logName = volumeName(this.sessionId, spec.name, 'console.log');
+    await this.#removeLeftovers(name, pool, [overlayName, ignitionName, logName]);
+    const created: string[] = [];
+    try {
+      const overlay = await pool.createVolume(
+        volumeXml({
+          name: overlayName,
+          capacity: image.virtualSize,
+          format: 'qcow2',
+          backing: { path: base.path, format: 'qcow2' },
+        }),
+      );
+      created.push(overlayName);
+      const overlayPath = await overlay.path().finally(() => overlay.free());
+      const ignitionPath = await createDataVolume(conn, pool, ignitionName, Buffer.from(spec.ignition, 'utf8'));
+      created.push(ignitionName);
+      check();
+      const metadata: DevpivotMetadata = {
+        session: this.sessionId,
+        node: spec.name,
+        image: image.path,
+        created: new Date().toISOString(),
+        volumes: [overlayName, ignitionName, logName],
+        base: base.name,
+      };
+      const xml = domainXml({
+        name,
+        metadata,
+        domainType: await this.#domainType(),
+        memoryMiB: spec.memoryMiB,
+        vcpus: spec.vcpus,
+        firmware: spec.firmware,
+        disk: overlayPath,
+        ignition: { path: ignitionPath, method: fwCfgMethod(this.libVersion) },
+        consoleLog: posix.join(poolDir, logName),
+        kernel: spec.kernel,
+      });
+      const domain = await conn.defineDomain(xml);
+      domain.free();
+    } catch (error) {
+      for (const volume of created) {
+        const v = await pool.lookupVolume(volume).catch(() => undefined);
+        await v?.delete().catch(() => {});
+        v?.free();
+      }
+      throw error;
+    }
+    const node = new LibvirtNode(this, spec.name, name, consoleLogPath(this.#stateDir, this.sessionId, spec.name));
+    this.#nodes.set(name, node);
+    this.emit({ kind: 'vm.defined', node: spec.name, domain: name });
+    return node;
+  }
+
+  #baseVolume(image: Awaited<ReturnType<typeof inspectQcow2>>, digest: string, ref: string) {
+    let upload = this.#baseUploads.get(digest);
+    if (!upload) {
+      upload = this.#ensurePool().then(({ pool }) =>
+        ensureBaseVolume(this.#conn, pool, image, digest, (done, total) =>
+          this.emit({ kind: 'image.progress', ref, phase: 'upload', done, total }),
+        ),
+      );
+      this.#baseUploads.set(digest, upload);
+      upload.catch(() => this.#baseUploads.delete(digest));
+    }
+    return upload;
+  }
+
+  /** A domain of the same name left by an earlier run of this session is ours (by metadata): remove it. */
+  async #removeLeftovers(name: string, pool: StoragePool, volumes: string[]): Promise<void> {
+    const existing = await this.#conn.lookupDomain(name);
+    if (existing) {
+      try {
+        const meta = parseMetadata((await existing.metadata(DEVPIVOT_XMLNS)) ?? '');
+        if (meta?.session !== this.sessionId)
+          throw new DevpivotError('VM_NAME_TAKEN', `a domain named ${name} exists and is not this session's`, {
+            hint: `choose another session id, or remove it: virsh -c ${this.uri} undefine ${name}`,
+          });
+        if (await existing.isActive()) await existing.destroy();
+        await existing.undefine(UndefineFlag.nvram | UndefineFlag.managedSave);
+      } finally {
+        existing.free();
+      }
+    }
+    await pool.refresh().catch(() => {});
+    for (const volume of volumes) {
+      const v = await pool.lookupVolume(volume);
+      if (!v) continue;
+      await v.delete().finally(() => v.free());
+    }
+  }
+
+  /** Everything this session created: domains and volumes (also from earlier processes). Never throws. */
+  async destroyAll(): Promise<void> {
+    for (const node of this.#nodes.values()) node.console.detach();
+    try {
+      const report = await cleanup(this.#conn, { session: this.sessionId });
+      for (const error of report.errors) this.warn(`cleanup: ${error}`);
+    } catch (error) {
+      this.warn(`cleanup of session ${this.sessionId} failed: ${(error as Error).message}`);
+    }
+    this.#nodes.clear();
+  }
+
+  forget(node: LibvirtNode): void {
+    this.#nodes.delete(node.domain);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const node of this.#nodes.values()) node.console.detach();
+    this.#pool?.then(({ pool }) => pool.free()).catch(() => {});
+    await this.#unsubscribe?.().catch(() => {});
+    await this.#conn.close();
+  }
+}
+
+export class LibvirtNode implements VmNode {
+  readonly name: string;
+  readonly domain: string;
+  readonly consoleLog: string;
+  readonly console: ConsoleWatch;
+  readonly #host: LibvirtHost;
+
+  constructor(host: LibvirtHost, name: string, domain: string, consoleLog: string) {
+    this.#host = host;
+    this.name = name;
+    this.domain = domain;
+    this.consoleLog = consoleLog;
+    this.console = new ConsoleWatch({
+      domain,
+      logPath: consoleLog,
+      connection: () => host.connection,
+      onLine: (line) => host.emit({ kind: 'vm.console', node: name, line }),
+      onWarning: (message) => host.warn(message),
+    });
+  }
+
+  async #lookup() {
+    const domain = await this.#host.connection.lookupDomain(this.domain);
+    if (!domain)
+      throw new DevpivotError('VM_NOT_FOUND', `domain ${this.domain} does not exist on ${this.#host.uri}`, {
+        hint: 'it was removed outside devpivot (virsh undefine?); create the node again',
+      });
+    return domain;
+  }
+
+  /** Boot: start paused, attach the console, record the start time, then let the CPU run (no output is lost). */
+  async start(): Promise<void> {
+    const domain = await this.#lookup();
+    try {
+      await domain.startPaused();
+      try {
+        await this.console.attach();
+      } catch (error) {
+        this.#host.warn(`console of ${this.domain} not attached: ${(error as Error).message}`);
+        this.console.reattachSoon();
+      }
+      const xml = await domain.metadata(DEVPIVOT_XMLNS).catch(() => undefined);
+      const meta = xml ? parseMetadata(xml) : undefined;
+      if (meta) {
+        const live = metadataXml(meta).replace('/>', ` started="${new Date().toISOString()}"/>`);
+        await domain.setMetadata(live, 'devpivot', DEVPIVOT_XMLNS, 1).catch(() => {});
+      }
+      await domain.resume();
+    } finally {
+      domain.free();
+    }
+  }
+
+  async powerOff(): Promise<void> {
+    const domain = await this.#lookup();
+    try {
+      await domain.destroy();
+    } catch (error) {
+      if (!(error instanceof LibvirtError && error.is(VirErr.operationInvalid))) throw error;
+    } finally {
+      domain.free();
+    }
+  }
+
+  /** Destroy, undefine and delete this node's volumes. Never throws. */
+  async destroy(): Promise<void> {
+    this.console.detach();
+    try {
+      const conn = this.#host.connection;
+      const domain = await conn.lookupDomain(this.domain);
+      let volumes: string[] = [];
+      if (domain) {
+        try {
+          volumes = parseMetadata((await domain.metadata(DEVPIVOT_XMLNS)) ?? '')?.volumes ?? [];
+          if (await domain.isActive()) await domain.destroy().catch(() => {});
+          await domain.undefine(UndefineFlag.nvram | UndefineFlag.managedSave);
+        } finally {
+          domain.free();
+        }
+      }
+      const pool = await conn.lookupPool(POOL_NAME);
+      if (pool) {
+        try {
+          await pool.refresh().catch(() => {});
+          for (const name of volumes) {
+            const volume = await pool.lookupVolume(name).catch(() => undefined);
+            if (!volume) continue;
+            await volume
+              .delete()
+              .catch((error) => this.#host.warn(`cannot delete volume ${name}: ${(error as Error).message}`))
+              .finally(() => volume.free());
+          }
+        } finally {
+          pool.free();
+        }
+      }
+    } catch (error) {
+      this.#host.warn(`destroying ${this.domain} failed: ${(error as Error).message}`);
+    }
+    this.#host.forget(this);
+  }
+}

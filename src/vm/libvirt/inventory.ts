@@ -1,0 +1,161 @@
+import { BASE_VOLUME_PATTERN, DEVPIVOT_XMLNS, parseMetadata } from '../domain-xml.js';
+import { type Connection, DOMAIN_STATE_NAMES, DomainState, UndefineFlag } from './connection.js';
+import { POOL_NAME } from './pool.js';
+
+/** A domain that carries devpivot's metadata element: only these are ever listed or removed. */
+export interface DevpivotDomain {
+  name: string;
+  session: string;
+  node: string;
+  image: string;
+  base: string;
+  created: string;
+  /** ISO time the domain last started (live metadata), when running. */
+  started: string | undefined;
+  state: string;
+  active: boolean;
+  volumes: string[];
+}
+
+export async function listDevpivotDomains(conn: Connection): Promise<DevpivotDomain[]> {
+  const result: DevpivotDomain[] = [];
+  for (const domain of await conn.domains()) {
+    try {
+      const xml = await domain.metadata(DEVPIVOT_XMLNS).catch(() => undefined);
+      const meta = xml ? parseMetadata(xml) : undefined;
+      if (!meta) continue;
+      const { state } = await domain.state().catch(() => ({ state: DomainState.noState }));
+      const started = xml ? /\sstarted="([^"]*)"/.exec(xml)?.[1] : undefined;
+      const active = state !== DomainState.shutoff && state !== DomainState.noState;
+      result.push({
+        name: domain.name,
+        session: meta.session,
+        node: meta.node,
+        image: meta.image,
+        base: meta.base,
+        created: meta.created,
+        started: active ? started : undefined,
+        state: DOMAIN_STATE_NAMES[state] ?? `state ${state}`,
+        active,
+        volumes: meta.volumes,
+      });
+    } finally {
+      domain.free();
+    }
+  }
+  return result.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+export interface DevpivotVolume {
+  name: string;
+  /** The owning session, or undefined for a shared base image. */
+  session: string | undefined;
+}
+
+/** Volumes in the devpivot pool named by devpivot: `devpivot-<session>--…` and `devpivot-base-<hash>.qcow2`. */
+export async function listDevpivotVolumes(conn: Connection): Promise<DevpivotVolume[]> {
+  const pool = await conn.lookupPool(POOL_NAME);
+  if (!pool) return [];
+  try {
+    if (!(await pool.isActive())) return [];
+    await pool.refresh().catch(() => {});
+    const result: DevpivotVolume[] = [];
+    for (const volume of await pool.volumes()) {
+      const name = volume.name;
+      volume.free();
+      if (BASE_VOLUME_PATTERN.test(name)) result.push({ name, session: undefined });
+      else {
+        const match = /^devpivot-([a-z0-9-]+?)--./.exec(name);
+        if (match) result.push({ name, session: match[1] });
+      }
+    }
+    return result.sort((a, b) => a.name.localeCompare(b.name));
+  } finally {
+    pool.free();
+  }
+}
+
+export interface CleanupFilter {
+  /** Only this session's objects; ignored when `all`. */
+  session?: string;
+  all?: boolean;
+  /** Also delete cached base image volumes that no remaining domain uses. */
+  images?: boolean;
+}
+
+export interface CleanupReport {
+  domains: string[];
+  volumes: string[];
+  errors: string[];
+}
+
+/**
+ * Destroy and undefine devpivot's domains, then delete its volumes, for one session or all. Only objects with
+ * devpivot's metadata (domains) or devpivot's name pattern inside the devpivot pool (volumes) are touched. Never
+ * throws: failures are collected in `errors`.
+ */
+export async function cleanup(conn: Connection, filter: CleanupFilter): Promise<CleanupReport> {
+  const report: CleanupReport = { domains: [], volumes: [], errors: [] };
+  const wanted = (session: string | undefined) => (filter.all ? session !== undefined : session === filter.session);
+  let domains: DevpivotDomain[] = [];
+  try {
+    domains = await listDevpivotDomains(conn);
+  } catch (error) {
+    report.errors.push(`listing domains: ${(error as Error).message}`);
+  }
+  const volumesOfRemoved = new Set<string>();
+  for (const info of domains.filter((d) => wanted(d.session))) {
+    try {
+      const domain = await conn.lookupDomain(info.name);
+      if (!domain) continue;
+      try {
+        if (await domain.isActive())
+          await domain.destroy().catch(async (error) => {
+            if (await domain.isActive()) throw error;
+          });
+        await domain.undefine(UndefineFlag.nvram | UndefineFlag.managedSave | UndefineFlag.snapshotsMetadata);
+        report.domains.push(info.name);
+        for (const volume of info.volumes) volumesOfRemoved.add(volume);
+      } finally {
+        domain.free();
+      }
+    } catch (error) {
+      report.errors.push(`domain ${info.name}: ${(error as Error).message}`);
+    }
+  }
+  let volumes: string[] = [];
+  try {
+    const listed = await listDevpivotVolumes(conn);
+    volumes = listed
+      .filter((v) => wanted(v.session) || (v.session !== undefined && volumesOfRemoved.has(v.name)))
+      .map((v) => v.name);
+    if (filter.images && filter.all) {
+      const inUse = new Set(domains.filter((d) => !report.domains.includes(d.name)).map((d) => d.base));
+      volumes.push(...listed.filter((v) => v.session === undefined && !inUse.has(v.name)).map((v) => v.name));
+    }
+  } catch (error) {
+    report.errors.push(`listing volumes: ${(error as Error).message}`);
+  }
+  if (volumes.length === 0) return report;
+  const pool = await conn.lookupPool(POOL_NAME).catch(() => undefined);
+  if (!pool) return report;
+  try {
+    for (const name of volumes) {
+      try {
+        const volume = await pool.lookupVolume(name);
+        if (!volume) continue;
+        try {
+          await volume.delete();
+          report.volumes.push(name);
+        } finally {
+          volume.free();
+        }
+      } catch (error) {
+        report.errors.push(`volume ${name}: ${(error as Error).message}`);
+      }
+    }
+  } finally {
+    pool.free();
+  }
+  return report;
+}

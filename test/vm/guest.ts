@@ -1,0 +1,91 @@
+/**
+ * A tiny, honest test guest for the VM layer: the host's Debian kernel booted directly with a busybox initramfs
+ * whose /init prints markers on the serial console, reads the Ignition config from fw_cfg, checks the virtio
+ * disk (the qcow2 overlay), writes a boot counter to it and reboots itself once. Built without loop devices or
+ * mounts; files are placed where the unprivileged qemu user can read them.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findProbeKernel } from '../../src/vm/accel.js';
+
+export const GUEST_DIR = '/var/lib/libvirt/images/devpivot-test/vm';
+
+const MODULES = [
+  'drivers/virtio/virtio_ring.ko',
+  'drivers/virtio/virtio.ko',
+  'drivers/virtio/virtio_pci_legacy_dev.ko',
+  'drivers/virtio/virtio_pci_modern_dev.ko',
+  'drivers/virtio/virtio_pci.ko',
+  'drivers/block/virtio_blk.ko',
+  'drivers/firmware/qemu_fw_cfg.ko',
+];
+
+const INIT = `#!/bin/busybox sh
+B=/bin/busybox
+$B mount -t devtmpfs dev /dev
+exec 0</dev/console 1>/dev/console 2>&1
+$B mount -t proc proc /proc
+$B mount -t sysfs sys /sys
+echo "devpivot-test: init started"
+for m in ${MODULES.map((m) => m.split('/').pop()).join(' ')}; do $B insmod /modules/$m; done
+CFG=/sys/firmware/qemu_fw_cfg/by_name/opt/com.coreos/config/raw
+if [ -r $CFG ]; then echo "devpivot-test: ignition $($B cat $CFG)"; else echo "devpivot-test: no ignition"; fi
+i=0; while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do $B sleep 0.1; i=$((i+1)); done
+if [ ! -b /dev/vda ]; then echo "devpivot-test: no disk"; $B sleep 3600; fi
+MARK=$($B dd if=/dev/vda bs=16 count=1 2>/dev/null | $B tr -d '\\000')
+if [ "$MARK" = "devpivot-boot-1" ]; then
+  echo "devpivot-test: second boot"
+  while true; do $B sleep 3600; done
+fi
+printf 'devpivot-boot-1' | $B dd of=/dev/vda bs=16 count=1 conv=notrunc,fsync 2>/dev/null
+$B sync
+echo "devpivot-test: rebooting"
+$B reboot -f
+`;
+
+export interface TestGuest {
+  kernel: string;
+  initrd: string;
+  cmdline: string;
+  /** An empty 16 MiB qcow2 base image (the overlay's backing file). */
+  baseImage: string;
+  dir: string;
+}
+
+/** Build (once per process) the kernel/initramfs pair and a base qcow2 into `dir`. */
+export function buildTestGuest(dir = GUEST_DIR): TestGuest {
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o755);
+  const kernelSource = findProbeKernel();
+  if (!kernelSource) throw new Error('no kernel in /boot: install linux-image-amd64');
+  const release = kernelSource.replace(/^.*vmlinuz-/, '');
+  const kernel = join(dir, 'vmlinuz');
+  const initrd = join(dir, 'initrd.cpio');
+  const baseImage = join(dir, 'base.qcow2');
+  if (!existsSync(kernel)) copyFileSync(kernelSource, kernel);
+  chmodSync(kernel, 0o644);
+  const work = mkdtempSync(join(tmpdir(), 'devpivot-vm-initrd-'));
+  try {
+    for (const sub of ['bin', 'dev', 'proc', 'sys', 'modules']) mkdirSync(join(work, sub));
+    copyFileSync('/bin/busybox', join(work, 'bin/busybox'));
+    chmodSync(join(work, 'bin/busybox'), 0o755);
+    for (const module of MODULES) {
+      copyFileSync(`/lib/modules/${release}/kernel/${module}`, join(work, 'modules', module.split('/').pop()!));
+    }
+    writeFileSync(join(work, 'init'), INIT, { mode: 0o755 });
+    const list = execFileSync('find', ['.', '-mindepth', '1'], { cwd: work, encoding: 'utf8' });
+    const archive = execFileSync('cpio', ['-o', '-H', 'newc', '--quiet'], {
+      cwd: work,
+      input: list,
+      maxBuffer: 64 << 20,
+    });
+    writeFileSync(initrd, archive, { mode: 0o644 });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  if (!existsSync(baseImage)) execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', baseImage, '16M']);
+  chmodSync(baseImage, 0o644);
+  return { kernel, initrd, cmdline: 'console=ttyS0 panic=-1', baseImage, dir };
+}
