@@ -27,6 +27,8 @@ function writeAll(fd: number, buffers: Buffer[], callback: (error?: Error | null
   });
 }
 
+const SYNC_EVERY = 32 * 1024 * 1024;
+
 /**
  * A Writable that appends to an open file descriptor while feeding a sha256 hash, and fsyncs on finish. Buffered
  * chunks go down in one writev() so a fast socket costs one syscall per batch, not one per 16 KiB chunk.
@@ -34,12 +36,16 @@ function writeAll(fd: number, buffers: Buffer[], callback: (error?: Error | null
  */
 export class HashingFileWriter extends Writable {
   bytes = 0;
+  #unsynced = 0;
+  #syncing: Promise<void> | undefined;
 
   constructor(
     private readonly fd: number,
     readonly hash: Hash,
     /** Refuse (with an error) to write more than this many bytes in total. */
     private readonly limit = Number.POSITIVE_INFINITY,
+    /** fsync before finishing (and flush in the background while writing). */
+    private readonly durable = true,
   ) {
     super({ highWaterMark: 8 * 1024 * 1024 });
   }
@@ -58,10 +64,31 @@ export class HashingFileWriter extends Writable {
       callback(new RangeError(`more than ${this.limit} bytes`));
       return;
     }
-    writeAll(this.fd, buffers, callback);
+    writeAll(this.fd, buffers, (error) => {
+      if (!error) this.#startWriteback(buffers);
+      callback(error);
+    });
+  }
+
+  /**
+   * Start flushing to disk in the background every SYNC_EVERY bytes. Without it the kernel holds a large upload
+   * in the page cache and the final fsync writes all of it while the client waits; with it, disk writes overlap
+   * the network transfer and the final fsync only flushes the tail.
+   */
+  #startWriteback(buffers: Buffer[]): void {
+    for (const buffer of buffers) this.#unsynced += buffer.length;
+    if (!this.durable || this.#unsynced < SYNC_EVERY || this.#syncing) return;
+    this.#unsynced = 0;
+    this.#syncing = new Promise<void>((resolve) => fs.fdatasync(this.fd, () => resolve())).then(() => {
+      this.#syncing = undefined;
+    });
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    fs.fsync(this.fd, (error) => callback(error));
+    if (!this.durable) {
+      callback();
+      return;
+    }
+    void (this.#syncing ?? Promise.resolve()).then(() => fs.fsync(this.fd, (error) => callback(error)));
   }
 }

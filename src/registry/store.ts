@@ -39,6 +39,12 @@ export interface StoredManifest {
 export interface StoreOptions {
   /** Upload sessions untouched for this long are removed (default 24 h). */
   uploadTtlMs?: number;
+  /**
+   * fsync blob data before it becomes visible (default true). false trades durability after a power loss (not
+   * after a process crash: renames still publish only complete files) for speed, like distribution's filesystem
+   * driver, which never fsyncs.
+   */
+  fsync?: boolean;
 }
 
 interface UploadState {
@@ -79,12 +85,14 @@ async function listDir(path: string): Promise<string[]> {
 export class RegistryStore {
   readonly #uploads = new Map<string, UploadState>();
   readonly uploadTtlMs: number;
+  readonly fsync: boolean;
 
   private constructor(
     readonly root: string,
     options: StoreOptions,
   ) {
     this.uploadTtlMs = options.uploadTtlMs ?? DEFAULT_UPLOAD_TTL_MS;
+    this.fsync = options.fsync ?? true;
   }
 
   /** Open (creating) a store at `root`: empties tmp/ and removes expired upload sessions. */
@@ -140,7 +148,7 @@ export class RegistryStore {
     const handle = await open(temp, 'wx');
     let committed = false;
     try {
-      const writer = new HashingFileWriter(handle.fd, sha256());
+      const writer = new HashingFileWriter(handle.fd, sha256(), undefined, this.fsync);
       const readable = source instanceof Uint8Array ? Readable.from([source]) : source;
       await pipeline(readable, writer);
       await handle.close();
@@ -463,7 +471,7 @@ export class RegistryStore {
       // Keep hashing incrementally only when our hash covers everything written so far.
       const continuous = state.hash !== undefined && state.hashed === size;
       const hash = continuous ? state.hash! : sha256();
-      const writer = new HashingFileWriter(handle.fd, hash, length);
+      const writer = new HashingFileWriter(handle.fd, hash, length, this.fsync);
       try {
         await pipeline(source, writer);
       } catch (error) {

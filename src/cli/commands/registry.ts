@@ -26,6 +26,7 @@ async function serve(context: CommandContext): Promise<number> {
     );
   }
   const registry = await startRegistry({
+    fsync: !args.flag('no-fsync'),
     host: args.string('host') ?? '127.0.0.1',
     port: portOf(args.string('port')),
     storage,
@@ -70,6 +71,11 @@ export const command: Command = {
     port: { type: 'string', short: 'p', valueName: 'PORT', description: 'serve: port (default 5000; 0 = any free)' },
     storage: { type: 'string', valueName: 'DIR', description: 'Storage directory' },
     quiet: { type: 'boolean', short: 'q', description: 'serve: do not log requests' },
+    'no-fsync': {
+      type: 'boolean',
+      description:
+        'serve: skip fsync of blob data: faster; a process crash still never exposes a partial blob, a power loss may',
+    },
     grace: { type: 'string', valueName: 'SECONDS', description: 'gc: keep blobs younger than this (default 3600)' },
     'dry-run': { type: 'boolean', description: 'gc: only report what would be removed' },
     json: { type: 'boolean', description: 'gc: print the result as JSON' },
