@@ -1,0 +1,103 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { DevpivotError, ExitCode } from '../core/errors.js';
+import type { ImageSource } from '../scenario/types.js';
+import type { Fixture } from './deps.js';
+
+/** The version entry of the fixture for `fixture:N`, or a set-up error naming the versions there are. */
+export function fixtureVersion(fixture: Fixture, version: string) {
+  const found = fixture.versions.find((entry) => entry.version === version);
+  if (!found)
+    throw new DevpivotError(
+      'FIXTURE_VERSION',
+      `the fixture OS has no version '${version}' (it has ${fixture.versions.map((v) => v.version).join(', ')})`,
+      { hint: 'use fixture:N with one of those versions', exitCode: ExitCode.usage },
+    );
+  return found;
+}
+
+/** A local qcow2 path for an image source: the fixture's disk, a checked local file, or a checked download. */
+export async function resolveImage(
+  name: string,
+  source: ImageSource,
+  context: { fixture: () => Promise<Fixture>; cacheDir: string; signal: AbortSignal },
+): Promise<string> {
+  switch (source.kind) {
+    case 'fixture': {
+      const fixture = await context.fixture();
+      const entry = fixtureVersion(fixture, source.version);
+      const disk = entry.disk ?? (fixture.versions[0] === entry ? fixture.disk : undefined);
+      if (!disk)
+        throw new DevpivotError(
+          'FIXTURE_NO_DISK',
+          `the fixture OS has no bootable disk for version ${source.version}`,
+          {
+            hint: `boot the first version (fixture:${fixture.versions[0]?.version ?? 1}) and pivot to this one`,
+            exitCode: ExitCode.usage,
+          },
+        );
+      return disk;
+    }
+    case 'path': {
+      try {
+        await stat(source.path);
+      } catch (error) {
+        throw new DevpivotError('IMAGE_NOT_FOUND', `image '${name}': ${source.path} does not exist`, {
+          hint: 'fix the path in the scenario (relative paths start at the scenario file)',
+          exitCode: ExitCode.usage,
+          cause: error,
+        });
+      }
+      if (source.sha256) await verify(name, source.path, source.sha256, context.signal);
+      return source.path;
+    }
+    case 'url': {
+      const target = join(context.cacheDir, 'images', `${source.sha256}.qcow2`);
+      try {
+        await stat(target);
+        return target;
+      } catch {
+        // not cached yet
+      }
+      await mkdir(join(context.cacheDir, 'images'), { recursive: true });
+      const partial = `${target}.partial`;
+      try {
+        const response = await fetch(source.url, { signal: context.signal });
+        if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
+        await pipeline(Readable.fromWeb(response.body as never), createWriteStream(partial), {
+          signal: context.signal,
+        });
+        await verify(name, partial, source.sha256, context.signal);
+        await rename(partial, target);
+        return target;
+      } catch (error) {
+        await rm(partial, { force: true });
+        if (error instanceof DevpivotError) throw error;
+        throw new DevpivotError(
+          'IMAGE_DOWNLOAD',
+          `image '${name}': cannot download ${source.url}: ${(error as Error).message}`,
+          {
+            hint: 'check the URL, or download it yourself and use { path, sha256 }',
+            exitCode: ExitCode.usage,
+            cause: error,
+          },
+        );
+      }
+    }
+  }
+}
+
+async function verify(name: string, file: string, expected: string, signal: AbortSignal): Promise<void> {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(file), hash, { signal });
+  const actual = hash.digest('hex');
+  if (actual !== expected)
+    throw new DevpivotError('IMAGE_CHECKSUM', `image '${name}': ${file} has sha256 ${actual}, expected ${expected}`, {
+      hint: 'the file is not the one the scenario names: fix the sha256 or the file',
+      exitCode: ExitCode.usage,
+    });
+}

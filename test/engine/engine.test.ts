@@ -1,0 +1,315 @@
+import test from 'ava';
+import { EventBus } from '../../src/core/bus.js';
+import { DevpivotError, ExitCode } from '../../src/core/errors.js';
+import type { Stamped } from '../../src/core/events.js';
+import { guestHostPort, repositoryName, runScenario } from '../../src/engine/engine.js';
+import { parseScenario } from '../../src/scenario/parse.js';
+import { type FakeOptions, fakeDeps } from './fake.js';
+
+async function runText(text: string, options: FakeOptions & { keep?: boolean; signal?: AbortSignal } = {}) {
+  const bus = new EventBus();
+  const events: Stamped[] = [];
+  bus.subscribe((event) => events.push(event));
+  const world = fakeDeps(options);
+  const result = await runScenario({
+    scenario: parseScenario(text, '/tmp/test.yaml'),
+    deps: world.deps,
+    bus,
+    signal: options.signal ?? new AbortController().signal,
+    keep: options.keep ?? false,
+    stateDir: '/tmp/devpivot-test-state',
+    cacheDir: '/tmp/devpivot-test-cache',
+  });
+  const steps = events
+    .filter((e) => e.kind === 'step.pass' || e.kind === 'step.fail')
+    .map((e) => (e.kind === 'step.fail' ? `✗ ${e.name}: ${e.error}` : `✓ ${(e as { name: string }).name}`));
+  return { result, events, world, steps };
+}
+
+const OLD_TO_NEW = `nodes:
+  node1: { image: fixture:1, pivot: fixture:2 }
+steps:
+  - up
+  - expect: { event: ignition, within: 2s }
+  - expect: { event: pivot.pulling, within: 2s }
+  - expect: { event: pivot.staged, within: 2s }
+  - expect: { booted: fixture:2, within: 2s }
+  - assert: { booted: fixture:2, reboots: 1 }
+`;
+
+test('old-to-new passes: steps in order, guest events classified, everything cleaned up', async (t) => {
+  const { result, events, world, steps } = await runText(OLD_TO_NEW);
+  t.deepEqual(steps, [
+    '✓ prepare',
+    '✓ up',
+    '✓ expect node1 ignition within 2s',
+    '✓ expect node1 pivot.pulling within 2s',
+    '✓ expect node1 pivot.staged within 2s',
+    '✓ expect node1 booted fixture:2 within 2s',
+    '✓ assert node1 booted fixture:2 reboots=1',
+  ]);
+  t.true(result.ok);
+  t.is(result.exitCode, ExitCode.ok);
+  t.deepEqual(
+    result.nodes[0]!.boots.map((b) => b.version),
+    ['1', '2'],
+  );
+  t.deepEqual(world.builds, ['devpivot/fixture-2']);
+  t.is(world.host!.destroyAllCalls, 1, 'VMs removed');
+  t.true(world.host!.closed);
+  t.is(world.registry!.stops, 1, 'registry stopped');
+  const kinds = events.map((e) => e.kind);
+  t.is(kinds[0], 'run.start');
+  t.is(kinds.at(-1), 'run.end');
+  t.true(kinds.includes('guest.booted') && kinds.includes('guest.pivot') && kinds.includes('guest.ignition'));
+  // the two libvirt REBOOT events of one guest reboot count once; the guest reports each phase once
+  t.is(events.filter((e) => e.kind === 'guest.pivot' && e.phase === 'staged').length, 1);
+});
+
+test('the Ignition request names the target by digest at 10.0.2.2, with kernel args and extra config', async (t) => {
+  const { world } = await runText(`nodes:
+  node1:
+    pivot: fixture:2
+    kernel-args: { add: [a=1], delete: [quiet] }
+    ignition: { storage: { files: [ { path: /etc/x } ] } }
+steps: [up]
+`);
+  t.deepEqual(world.ignition, [
+    {
+      driver: 'legacy',
+      image: `10.0.2.2:45678/devpivot/fixture-2@sha256:${'2'.repeat(64)}`,
+      registry: { hostPort: '10.0.2.2:45678', insecure: true },
+      kernelArgs: { add: ['a=1'], delete: ['quiet'] },
+      extra: { storage: { files: [{ path: '/etc/x' }] } },
+    },
+  ]);
+});
+
+test('an expectation that is not met fails at its deadline; later steps are skipped; cleanup runs', async (t) => {
+  const started = Date.now();
+  const { result, steps, world } = await runText(
+    `nodes:
+  node1: { pivot: fixture:2 }
+steps:
+  - up
+  - expect: { event: stopped, within: 300ms }
+  - assert: { booted: fixture:2 }
+`,
+  );
+  t.false(result.ok);
+  t.is(result.exitCode, ExitCode.failure);
+  t.deepEqual(steps, [
+    '✓ prepare',
+    '✓ up',
+    '✗ expect node1 stopped within 300ms: node1 stopped: not seen within 300ms',
+  ]);
+  t.deepEqual(
+    result.steps.map((s) => s.status),
+    ['passed', 'passed', 'failed', 'skipped'],
+  );
+  t.true(Date.now() - started < 3000);
+  t.is(world.host!.destroyAllCalls, 1);
+});
+
+test('fail fast: a kernel panic fails the running step at once, not at its deadline', async (t) => {
+  const started = Date.now();
+  const { result, steps } = await runText(
+    `nodes:
+  node1: { pivot: fixture:2 }
+steps:
+  - up
+  - expect: { booted: fixture:2, within: 5m }
+`,
+    {
+      onBoot: (node) => {
+        setTimeout(() => node.say('[    3.1] Kernel panic - not syncing: VFS: Unable to mount root fs'), 20);
+        return true;
+      },
+    },
+  );
+  t.false(result.ok);
+  t.is(
+    steps.at(-1),
+    '✗ expect node1 booted fixture:2 within 5m: node node1 failed: kernel panic: Kernel panic - not syncing: VFS: Unable to mount root fs',
+  );
+  t.true(Date.now() - started < 3000, 'did not wait for the 5m deadline');
+  t.deepEqual(result.nodes[0]!.failures, [
+    { reason: 'kernel panic: Kernel panic - not syncing: VFS: Unable to mount root fs', expected: false },
+  ]);
+});
+
+test('a failure during a wait fails the wait at once', async (t) => {
+  const started = Date.now();
+  const { steps } = await runText(
+    `nodes:
+  node1: {}
+steps:
+  - up
+  - wait: 1m
+`,
+    {
+      onBoot: (node) => {
+        setTimeout(() => node.say('You are in emergency mode. After logging in...'), 20);
+        return true;
+      },
+    },
+  );
+  t.regex(steps.at(-1)!, /^✗ wait 1m: node node1 failed: emergency mode/);
+  t.true(Date.now() - started < 3000);
+});
+
+test('corrupt oscontainer: the expected failure is consumed and asserted; the node stays on v1', async (t) => {
+  const { result, steps } = await runText(`nodes:
+  node1: { pivot: fixture:2 }
+steps:
+  - fault: { registry: corrupt-blob }
+  - up
+  - expect: { event: pivot.pulling, within: 2s }
+  - expect: { event: failure, match: digest, within: 2s }
+  - wait: 50ms
+  - assert: { booted: fixture:1, reboots: 0, failed: true }
+`);
+  t.true(result.ok, steps.join('\n'));
+  t.deepEqual(result.nodes[0]!.failures, [{ reason: 'pull failed: digest mismatch', expected: true }]);
+});
+
+test('registry outage: down during the pull, up again, the guest retries and the pivot completes', async (t) => {
+  const { result, steps, world } = await runText(
+    `nodes:
+  node1: { pivot: fixture:2 }
+steps:
+  - up
+  - expect: { event: pivot.pulling, within: 2s }
+  - fault: { registry: down }
+  - wait: 30ms
+  - fault: { registry: up }
+  - expect: { booted: fixture:2, within: 3s }
+  - assert: { booted: fixture:2, failed: false }
+`,
+    { tick: 5 },
+  );
+  t.true(result.ok, steps.join('\n'));
+  t.true(world.registry!.stops >= 2, 'stopped by the fault and at the end');
+});
+
+test('power-off at a pivot phase, power back on: the node boots old and completes the pivot', async (t) => {
+  const { result, steps, world } = await runText(`nodes:
+  node1: { pivot: fixture:2 }
+steps:
+  - up
+  - power-off: { when: staging, within: 2s }
+  - expect: { event: booted, within: 2s }
+  - expect: { booted: fixture:2, within: 3s }
+  - assert: { booted: fixture:2, reboots: 2 }
+`);
+  t.true(result.ok, steps.join('\n'));
+  t.deepEqual(
+    result.nodes[0]!.boots.map((b) => b.version),
+    ['1', '1', '2'],
+  );
+  t.is(world.host!.nodes[0]!.boots, 3);
+});
+
+test('two nodes pivot concurrently; an expectation met while waiting for the other still counts', async (t) => {
+  const { result, steps } = await runText(`nodes:
+  a: { pivot: fixture:2 }
+  b: { pivot: fixture:2 }
+steps:
+  - up
+  - expect: { node: b, booted: fixture:2, within: 3s }
+  - expect: { node: a, booted: fixture:2, within: 3s }
+  - expect: { node: a, event: pivot.staged, within: 100ms }
+`);
+  // a's staged came before a's booted fixture:2 (the cursor moved past it): the last step must fail
+  t.false(result.ok);
+  t.deepEqual(steps.slice(0, 4), [
+    '✓ prepare',
+    '✓ up',
+    '✓ expect b booted fixture:2 within 3s',
+    '✓ expect a booted fixture:2 within 3s',
+  ]);
+  t.regex(steps[4]!, /^✗ expect a pivot.staged/);
+});
+
+test('already at target: the guest skips the pivot and does not reboot', async (t) => {
+  const { result, steps } = await runText(`nodes:
+  node1: { image: fixture:2, pivot: fixture:2 }
+steps:
+  - up
+  - expect: { event: pivot.skipped, within: 2s }
+  - wait: 50ms
+  - assert: { booted: fixture:2, reboots: 0 }
+`);
+  t.true(result.ok, steps.join('\n'));
+});
+
+test('Ctrl-C during a step: the step fails as interrupted and the VMs are removed', async (t) => {
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), 100);
+  const { result, steps, world } = await runText(
+    `nodes:
+  node1: {}
+steps:
+  - up
+  - wait: 1m
+`,
+    { signal: controller.signal },
+  );
+  t.false(result.ok);
+  t.is(steps.at(-1), '✗ wait 1m: interrupted (interrupted by SIGINT)');
+  t.is(world.host!.destroyAllCalls, 1);
+  t.true(world.host!.nodes[0]!.destroyed);
+});
+
+test('--keep leaves the VMs; the registry still stops', async (t) => {
+  const { result, world } = await runText(OLD_TO_NEW, { keep: true });
+  t.true(result.ok);
+  t.true(result.kept);
+  t.is(world.host!.destroyAllCalls, 0);
+  t.false(world.host!.nodes[0]!.destroyed);
+  t.is(world.registry!.stops, 1);
+});
+
+test('a set-up failure fails prepare with exit status 2 and skips every step', async (t) => {
+  const { result, steps, world } = await runText(OLD_TO_NEW, {
+    startRegistryError: new DevpivotError('REGISTRY_PORT', 'cannot listen on 127.0.0.1:0', {
+      hint: 'free a port',
+      exitCode: ExitCode.usage,
+    }),
+  });
+  t.is(result.exitCode, ExitCode.usage);
+  t.deepEqual(steps, ['✗ prepare: cannot listen on 127.0.0.1:0 (hint: free a port)']);
+  t.is(world.host, undefined);
+});
+
+test("the scenario's timeout stops the run", async (t) => {
+  const { result, steps } = await runText(`timeout: 200ms
+nodes:
+  node1: {}
+steps:
+  - up
+  - wait: 1m
+`);
+  t.false(result.ok);
+  t.is(steps.at(-1), "✗ wait 1m: the scenario's timeout of 200ms ran out");
+});
+
+test('expect console matches raw lines; a down step removes the VMs', async (t) => {
+  const { result, steps, world } = await runText(`nodes:
+  node1: { pivot: fixture:2 }
+steps:
+  - up
+  - expect: { console: 'Restarting system', within: 2s }
+  - down
+`);
+  t.true(result.ok, steps.join('\n'));
+  t.is(world.host!.destroyAllCalls, 2, 'the down step, then cleanup');
+});
+
+test('repository names and guest registry addresses', (t) => {
+  t.is(repositoryName('fixture:2'), 'devpivot/fixture-2');
+  t.is(repositoryName('New_OS'), 'devpivot/new-os');
+  t.is(guestHostPort('http://127.0.0.1:5000'), '10.0.2.2:5000');
+  t.is(guestHostPort('http://localhost:80'), '10.0.2.2:80');
+  t.is(guestHostPort('https://registry.example.test'), 'registry.example.test:443');
+});

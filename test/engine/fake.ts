@@ -1,0 +1,229 @@
+import type { EventBus } from '../../src/core/bus.js';
+import type { Deps, Fixture, IgnitionRequest, RegistryHandle } from '../../src/engine/deps.js';
+import type { NodeSpec, VmHost, VmNode } from '../../src/vm/host.js';
+
+/**
+ * A fake VM host for the engine's unit tests (engine logic only; the real host is tested in test/vm and e2e).
+ * Each node runs a scripted guest that prints what the fixture OS prints, with short delays, and consults the
+ * fake registry's state (down, corrupt) the way the real guest's pull would meet it.
+ */
+export const COMMITS: Record<string, string> = { '1': '1'.repeat(64), '2': '2'.repeat(64) };
+
+export interface FakeOptions {
+  /** ms between console lines. */
+  tick?: number;
+  /** What a boot prints instead of the default program (return true to stop the default program). */
+  onBoot?: (node: FakeNode, boot: number) => Promise<boolean> | boolean;
+  startRegistryError?: Error;
+}
+
+export class FakeRegistry implements RegistryHandle {
+  readonly url = 'http://127.0.0.1:45678';
+  readonly port = 45678;
+  readonly faults: RegistryHandle['faults'] = {};
+  up = true;
+  stops = 0;
+  async stop() {
+    this.up = false;
+    this.stops++;
+  }
+  async start() {
+    this.up = true;
+  }
+}
+
+export class FakeNode implements VmNode {
+  readonly name: string;
+  readonly consoleLog: string;
+  readonly domain: string;
+  boots = 0;
+  running = false;
+  destroyed = false;
+  /** The deployed version on the node's disk, and the pullspec left by Ignition. */
+  deployed: string;
+  pullspec: string | undefined;
+  firstBoot = true;
+  #run: AbortController | undefined;
+
+  constructor(
+    readonly spec: NodeSpec,
+    readonly host: FakeHost,
+  ) {
+    this.name = spec.name;
+    this.domain = `devpivot-test-engine-${spec.name}`;
+    this.consoleLog = `/tmp/${this.domain}.log`;
+    this.deployed = spec.image.endsWith('v2.qcow2') ? '2' : '1';
+  }
+
+  get bus(): EventBus {
+    return this.host.bus;
+  }
+
+  async start() {
+    this.running = true;
+    this.bus.emit({ kind: 'vm.started', node: this.spec.name, domain: this.domain });
+    this.#boot();
+  }
+
+  async powerOff() {
+    this.#run?.abort();
+    this.running = false;
+    this.bus.emit({ kind: 'vm.stopped', node: this.spec.name, domain: this.domain, reason: 'destroyed' });
+  }
+
+  async destroy() {
+    if (this.running) await this.powerOff();
+    this.destroyed = true;
+  }
+
+  say(line: string) {
+    this.bus.emit({ kind: 'vm.console', node: this.spec.name, line });
+  }
+
+  #boot() {
+    const run = new AbortController();
+    this.#run = run;
+    this.boots++;
+    const boot = this.boots;
+    (async () => {
+      const handled = await this.host.options.onBoot?.(this, boot);
+      if (handled) return;
+      await this.program(run.signal);
+    })().catch(() => {});
+  }
+
+  async pause(signal: AbortSignal) {
+    await new Promise((resolve) => setTimeout(resolve, this.host.options.tick ?? 3));
+    if (signal.aborted) throw new Error('powered off');
+  }
+
+  /** The fixture's behaviour: Ignition on first boot, report the boot, run the pivot agent if asked. */
+  async program(signal: AbortSignal) {
+    const report = (json: object) => this.say(`devpivot-report: ${JSON.stringify(json)}`);
+    await this.pause(signal);
+    if (this.firstBoot) {
+      const config = JSON.parse(this.spec.ignition) as { image?: string };
+      this.pullspec = config.image;
+      this.firstBoot = false;
+      this.say('[    9.100000] Ignition finished successfully');
+      report({ event: 'ignition', ok: true });
+      await this.pause(signal);
+    }
+    report({ event: 'booted', bootId: `b${this.boots}`, version: this.deployed, commit: COMMITS[this.deployed] });
+    if (!this.pullspec) return;
+    const target = this.pullspec;
+    report({ event: 'pivot', phase: 'pulling', target });
+    const registry = this.host.registry;
+    for (let attempt = 1; ; attempt++) {
+      await this.pause(signal);
+      if (registry?.up) break;
+      this.say('pivot: skopeo: connection refused');
+      if (attempt >= 20) {
+        report({ event: 'failed', reason: 'pull failed: connection refused' });
+        return;
+      }
+    }
+    if (registry?.faults.corruptBlobs) {
+      report({ event: 'failed', reason: 'pull failed: digest mismatch' });
+      return;
+    }
+    const want = target.includes('fixture-2') ? '2' : '1';
+    if (want === this.deployed) {
+      this.say('pivot: Already at target pivot; exiting...');
+      report({ event: 'pivot-skipped', target, reason: 'already at target' });
+      return;
+    }
+    report({ event: 'pivot', phase: 'staging', target });
+    await this.pause(signal);
+    await this.pause(signal);
+    this.deployed = want;
+    report({ event: 'pivot', phase: 'staged', target });
+    await this.pause(signal);
+    report({ event: 'pivot', phase: 'rebooting', target });
+    this.say('[   61.2] reboot: Restarting system');
+    this.bus.emit({ kind: 'vm.reboot', node: this.spec.name, domain: this.domain });
+    this.bus.emit({ kind: 'vm.reboot', node: this.spec.name, domain: this.domain });
+    this.#boot();
+  }
+}
+
+export class FakeHost implements VmHost {
+  readonly uri = 'test:///fake';
+  readonly sessionId = 'test-engine';
+  readonly nodes: FakeNode[] = [];
+  destroyAllCalls = 0;
+  closed = false;
+  registry: FakeRegistry | undefined;
+
+  constructor(
+    readonly bus: EventBus,
+    readonly options: FakeOptions,
+  ) {}
+
+  async createNode(spec: NodeSpec) {
+    const node = new FakeNode(spec, this);
+    this.nodes.push(node);
+    this.bus.emit({ kind: 'vm.defined', node: spec.name, domain: node.domain });
+    return node;
+  }
+
+  async destroyAll() {
+    this.destroyAllCalls++;
+    for (const node of this.nodes) await node.destroy();
+  }
+
+  async close() {
+    this.closed = true;
+  }
+}
+
+export interface FakeWorld {
+  deps: Deps;
+  host: FakeHost | undefined;
+  registry: FakeRegistry | undefined;
+  ignition: IgnitionRequest[];
+  builds: string[];
+}
+
+/** Deps whose VM host, registry and builder are fakes; Ignition requests are recorded and echoed as JSON. */
+export function fakeDeps(options: FakeOptions = {}): FakeWorld {
+  const world: FakeWorld = { host: undefined, registry: undefined, ignition: [], builds: [], deps: undefined as never };
+  const fixture: Fixture = {
+    disk: '/fixture/v1.qcow2',
+    repo: '/fixture/repo',
+    versions: [
+      { version: '1', commit: COMMITS['1']!, disk: '/fixture/v1.qcow2' },
+      { version: '2', commit: COMMITS['2']!, disk: '/fixture/v2.qcow2' },
+    ],
+  };
+  world.deps = {
+    async startRegistry() {
+      if (options.startRegistryError) throw options.startRegistryError;
+      world.registry = new FakeRegistry();
+      if (world.host) world.host.registry = world.registry;
+      return world.registry;
+    },
+    async buildOscontainer({ source, repository }) {
+      world.builds.push(repository);
+      const commit = 'commit' in source ? source.commit : '9'.repeat(64);
+      const version = Object.entries(COMMITS).find(([, c]) => c === commit)?.[0] ?? '9';
+      return { digest: `sha256:${version.repeat(64)}`, commit, version };
+    },
+    async pullOscontainer() {
+      throw new Error('not used by these tests');
+    },
+    generateIgnition(request) {
+      world.ignition.push(request);
+      return request;
+    },
+    async openHost({ bus }) {
+      world.host = new FakeHost(bus, options);
+      world.host.registry = world.registry;
+      return world.host;
+    },
+    async loadFixture() {
+      return fixture;
+    },
+  };
+  return world;
+}
