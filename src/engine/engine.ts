@@ -6,7 +6,7 @@ import type { NodeDef, OscontainerSource, Scenario, Step } from '../scenario/typ
 import { formatDuration } from '../scenario/units.js';
 import type { VmHost, VmNode } from '../vm/host.js';
 import { type ClassifierInput, type ClassifierState, classify, type GuestEvent, initialState } from './classifier.js';
-import { sleep, withDeadline } from './deadline.js';
+import { withDeadline } from './deadline.js';
 import type { Deps, Fixture, PushedImage, RegistryHandle } from './deps.js';
 import { fixtureVersion, resolveImage } from './images.js';
 

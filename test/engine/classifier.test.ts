@@ -41,7 +41,7 @@ const brief = (events: GuestEvent[]) =>
         return `ignition ${event.ok}`;
       case 'guest.pivot.skipped':
         return `skipped ${event.reason.slice(0, 17)}`;
-      case 'guest.failure':
+      default:
         return `failure ${event.reason.split(':')[0]}`;
     }
   });
