@@ -12,7 +12,11 @@ export interface Verb {
 
 export const verbs: Verb[] = [
   { name: 'doctor', summary: 'Check that this machine can run devpivot', load: () => import('./commands/doctor.js') },
-  { name: 'images', summary: 'Build or list the embedded fixture OS images', load: () => import('./commands/images.js') },
+  {
+    name: 'images',
+    summary: 'Build or list the embedded fixture OS images',
+    load: () => import('./commands/images.js'),
+  },
   {
     name: 'registry',
     summary: 'Run the embedded OCI registry, or collect its garbage',
@@ -33,4 +37,16 @@ export const verbs: Verb[] = [
     summary: 'Print the Ignition config that makes a node pivot to an image',
     load: () => import('./commands/ignition.js'),
   },
+  { name: 'ps', summary: "List devpivot's VMs (every session, or one)", load: () => import('./commands/ps.js') },
+  {
+    name: 'down',
+    summary: "Remove devpivot's VMs and volumes (last session, one session, or all)",
+    load: () => import('./commands/down.js'),
+  },
+  {
+    name: 'console',
+    summary: "Attach to a node's serial console (Ctrl-] detaches)",
+    load: () => import('./commands/console.js'),
+  },
+  { name: 'logs', summary: "Print a node's console log (-f follows it)", load: () => import('./commands/logs.js') },
 ];

@@ -2,7 +2,7 @@ import { StringDecoder } from 'node:string_decoder';
 
 // CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), charset selection (ESC ( X) and two-byte escapes.
 const ANSI =
-  /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()*+][ -~]|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]/g;
+  /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()*+][ -~]|\x1b[0-~]|\x9b[0-?]*[ -/]*[@-~]/g;
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/g;
 
 /** Remove terminal escapes and control characters; a bare CR keeps what was written after it (a redraw). */

@@ -217,8 +217,11 @@ export class Connection {
     }
   }
 
+  /** Define a persistent domain; libvirt validates the XML against its schema (VIR_DOMAIN_DEFINE_VALIDATE). */
   async defineDomain(xml: string): Promise<Domain> {
-    const ptr = await callAsync('domain definition', libvirt().virDomainDefineXML, [this.ptr, xml], { uri: this.uri });
+    const ptr = await callAsync('domain definition', libvirt().virDomainDefineXMLFlags, [this.ptr, xml, 1], {
+      uri: this.uri,
+    });
     return new Domain(ptr!, this.uri);
   }
 

@@ -91,8 +91,8 @@ function declare() {
     virDomainLookupByName: f<[conn: Ptr, name: string], Ptr | null>(
       'void *virDomainLookupByName(void *conn, const char *name)',
     ),
-    virDomainDefineXML: f<[conn: Ptr, xml: string], Ptr | null>(
-      'void *virDomainDefineXML(void *conn, const char *xml)',
+    virDomainDefineXMLFlags: f<[conn: Ptr, xml: string, flags: number], Ptr | null>(
+      'void *virDomainDefineXMLFlags(void *conn, const char *xml, unsigned int flags)',
     ),
     virDomainCreate: f<[dom: Ptr], number>('int virDomainCreate(void *dom)'),
     virDomainCreateWithFlags: f<[dom: Ptr, flags: number], number>(

@@ -1,0 +1,73 @@
+import { UsageError } from '../../core/errors.js';
+import { stateDir } from '../../core/paths.js';
+import { Connection } from '../../vm/libvirt/connection.js';
+import { cleanup } from '../../vm/libvirt/inventory.js';
+import { assertValidSessionId } from '../../vm/sessions.js';
+import { resolveTarget } from '../../vm/targets.js';
+import type { Command } from '../command.js';
+
+export const command: Command = {
+  name: 'down',
+  summary: "Remove devpivot's VMs and volumes (last session, one session, or all)",
+  usage: '[--all | --session ID] [--images] [--json] [--connect URI]',
+  description:
+    'Destroy and undefine the domains that carry devpivot metadata and delete their volumes from the devpivot\n' +
+    'storage pool: those of the last session by default, of one session with --session, or of every session\n' +
+    'with --all. Nothing without devpivot metadata is ever touched. --images (with --all) also deletes the cached\n' +
+    'base image volumes no remaining VM uses.',
+  options: {
+    all: { type: 'boolean', short: 'a', description: 'Every devpivot session on this libvirt URI' },
+    session: { type: 'string', valueName: 'ID', description: 'This session (default: the last one)' },
+    images: { type: 'boolean', description: 'With --all: also delete unused cached base images' },
+    json: { type: 'boolean', description: 'Print {domains, volumes, errors} as JSON' },
+    connect: {
+      type: 'string',
+      short: 'c',
+      valueName: 'URI',
+      description: 'libvirt URI (default: LIBVIRT_DEFAULT_URI, else the session’s, else qemu:///system for root)',
+    },
+  },
+  async run({ args, stdout, stderr, env }) {
+    const all = args.flag('all');
+    const sessionId = args.string('session');
+    if (all && sessionId) throw new UsageError('--all and --session exclude each other', 'pick one');
+    if (args.flag('images') && !all)
+      throw new UsageError(
+        '--images needs --all',
+        'base images are shared by sessions: use `devpivot down --all --images`',
+      );
+    if (sessionId) assertValidSessionId(sessionId);
+    const target = await resolveTarget({
+      connect: args.string('connect'),
+      session: sessionId,
+      env,
+      stateDir: stateDir(env),
+    });
+    if (!all && !target.session)
+      throw new UsageError(
+        'no devpivot session is recorded on this machine',
+        'use --all, or --session ID (see `devpivot ps`)',
+      );
+    const conn = await Connection.open(target.uri);
+    try {
+      const report = await cleanup(conn, {
+        all,
+        session: all ? undefined : target.session?.id,
+        images: args.flag('images'),
+      });
+      if (args.flag('json')) stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      else {
+        for (const name of report.domains) stdout.write(`removed domain ${name}\n`);
+        for (const name of report.volumes) stdout.write(`deleted volume ${name}\n`);
+        if (report.domains.length + report.volumes.length === 0) {
+          const scope = all ? 'any session' : `session ${target.session?.id}`;
+          stdout.write(`nothing to remove for ${scope} on ${target.uri}\n`);
+        }
+        for (const error of report.errors) stderr.write(`warning: ${error}\n`);
+      }
+      return report.errors.length > 0 ? 1 : 0;
+    } finally {
+      await conn.close();
+    }
+  },
+};

@@ -1,0 +1,135 @@
+import test from 'ava';
+import {
+  DEVPIVOT_XMLNS,
+  type DomainXmlOptions,
+  domainName,
+  domainXml,
+  fwCfgMethod,
+  metadataXml,
+  parseMetadata,
+  poolPath,
+  poolXml,
+  validName,
+  volumeName,
+  volumePrefix,
+  volumeXml,
+} from '../../src/vm/domain-xml.js';
+
+const base: DomainXmlOptions = {
+  name: 'devpivot-s1-node1',
+  metadata: {
+    session: 's1',
+    node: 'node1',
+    image: '/images/rhcos & co.qcow2',
+    created: '2026-01-01T00:00:00.000Z',
+    volumes: ['devpivot-s1--node1.qcow2', 'devpivot-s1--node1.ign'],
+    base: 'devpivot-base-0123456789abcdef.qcow2',
+  },
+  domainType: 'qemu',
+  memoryMiB: 1536,
+  vcpus: 2,
+  firmware: 'bios',
+  disk: '/pool/devpivot-s1--node1.qcow2',
+  ignition: { path: '/pool/devpivot-s1--node1.ign', method: 'sysinfo' },
+  consoleLog: '/pool/devpivot-s1--node1.console.log',
+};
+
+test('BIOS domain: TCG type, memory, vcpus, virtio disk, user networking, fw_cfg sysinfo, pty serial with log', (t) => {
+  const xml = domainXml(base);
+  t.true(xml.startsWith("<domain type='qemu'>"));
+  t.regex(xml, /<name>devpivot-s1-node1<\/name>/);
+  t.regex(xml, /<memory unit='MiB'>1536<\/memory>/);
+  t.regex(xml, /<vcpu>2<\/vcpu>/);
+  t.regex(xml, /<boot dev='hd'\/>/);
+  t.notRegex(xml, /<loader/);
+  t.regex(
+    xml,
+    /<driver name='qemu' type='qcow2'\/>\s*<source file='\/pool\/devpivot-s1--node1.qcow2'\/>\s*<target dev='vda' bus='virtio'\/>/,
+  );
+  t.regex(xml, /<interface type='user'>\s*<model type='virtio'\/>/);
+  t.regex(
+    xml,
+    /<sysinfo type='fwcfg'>\s*<entry name='opt\/com.coreos\/config' file='\/pool\/devpivot-s1--node1.ign'\/>/,
+  );
+  t.regex(xml, /<serial type='pty'>\s*<log file='\/pool\/devpivot-s1--node1.console.log' append='on'\/>/);
+  t.regex(xml, /<on_reboot>restart<\/on_reboot>/);
+  t.notRegex(xml, /qemu:commandline/);
+  t.notRegex(xml, /host-passthrough/);
+});
+
+test('KVM when the probe says so', (t) => {
+  const xml = domainXml({ ...base, domainType: 'kvm' });
+  t.true(xml.startsWith("<domain type='kvm'>"));
+  t.regex(xml, /<cpu mode='host-passthrough'\/>/);
+});
+
+test('UEFI uses OVMF code read-only and a vars template', (t) => {
+  const xml = domainXml({ ...base, firmware: 'uefi' });
+  t.regex(xml, /<loader readonly='yes' type='pflash'>\/usr\/share\/OVMF\/OVMF_CODE_4M.fd<\/loader>/);
+  t.regex(xml, /<nvram template='\/usr\/share\/OVMF\/OVMF_VARS_4M.fd'\/>/);
+});
+
+test('old libvirt gets -fw_cfg on the qemu command line, commas doubled', (t) => {
+  t.is(fwCfgMethod(6_004_000), 'qemu-commandline');
+  t.is(fwCfgMethod(6_005_000), 'sysinfo');
+  t.is(fwCfgMethod(9_000_000), 'sysinfo');
+  const xml = domainXml({ ...base, ignition: { path: '/p/a,b.ign', method: 'qemu-commandline' } });
+  t.regex(xml, /xmlns:qemu="http:\/\/libvirt.org\/schemas\/domain\/qemu\/1.0"/);
+  t.regex(xml, /<qemu:arg value='-fw_cfg'\/>\s*<qemu:arg value='name=opt\/com.coreos\/config,file=\/p\/a,,b.ign'\/>/);
+  t.notRegex(xml, /<sysinfo/);
+});
+
+test('direct kernel boot replaces the boot device', (t) => {
+  const xml = domainXml({ ...base, kernel: { path: '/k/vmlinuz', initrd: '/k/initrd', cmdline: 'console=ttyS0 a<b' } });
+  t.regex(
+    xml,
+    /<kernel>\/k\/vmlinuz<\/kernel>\s*<initrd>\/k\/initrd<\/initrd>\s*<cmdline>console=ttyS0 a&lt;b<\/cmdline>/,
+  );
+  t.notRegex(xml, /<boot dev/);
+});
+
+test('every domain carries devpivot metadata that round-trips, escaped', (t) => {
+  const xml = domainXml(base);
+  t.true(xml.includes(`xmlns:devpivot="${DEVPIVOT_XMLNS}"`));
+  t.true(xml.includes('image="/images/rhcos &amp; co.qcow2"'));
+  t.deepEqual(parseMetadata(xml), base.metadata);
+  // libvirt may hand the element back with a different prefix and an extra live-only attribute
+  const returned = metadataXml(base.metadata).replace(
+    '<devpivot:node xmlns:devpivot=',
+    '<dp:node started="x" xmlns:dp=',
+  );
+  t.deepEqual(parseMetadata(returned), base.metadata);
+});
+
+test('metadata under another namespace is not devpivot metadata', (t) => {
+  t.is(parseMetadata('<x:node xmlns:x="https://example.com/ns" session="s" node="n"/>'), undefined);
+  t.is(parseMetadata('<domain><name>devpivot-test-vm-foreign</name></domain>'), undefined);
+});
+
+test('names: domain, volume prefix unambiguous across sessions', (t) => {
+  t.is(domainName('test-vm-1', 'node1'), 'devpivot-test-vm-1-node1');
+  t.is(volumeName('a', 'n', 'qcow2'), 'devpivot-a--n.qcow2');
+  // session "a" must not claim volumes of session "a-b"
+  t.false(volumeName('a-b', 'n', 'qcow2').startsWith(volumePrefix('a')));
+  t.true(validName('test-vm-1a2b'));
+  for (const bad of ['', 'A', 'a--b', '-a', 'a-', 'a_b', 'a/b', 'x'.repeat(41)]) t.false(validName(bad), bad);
+});
+
+test('volume and pool XML', (t) => {
+  const overlay = volumeXml({
+    name: 'devpivot-s--n.qcow2',
+    capacity: 10737418240,
+    format: 'qcow2',
+    backing: { path: '/pool/devpivot-base-0123456789abcdef.qcow2', format: 'qcow2' },
+  });
+  t.regex(overlay, /<capacity unit='bytes'>10737418240<\/capacity>/);
+  t.regex(
+    overlay,
+    /<backingStore>\s*<path>\/pool\/devpivot-base-0123456789abcdef.qcow2<\/path>\s*<format type='qcow2'\/>/,
+  );
+  const data = volumeXml({ name: 'x.ign', capacity: 12, format: 'raw', mode: '0644' });
+  t.regex(data, /<permissions><mode>0644<\/mode><\/permissions>/);
+  t.notRegex(data, /backingStore/);
+  const pool = poolXml('devpivot', '/var/lib/libvirt/images/devpivot');
+  t.is(poolPath(pool), '/var/lib/libvirt/images/devpivot');
+});
