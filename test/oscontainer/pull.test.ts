@@ -1,0 +1,162 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { execa } from 'execa';
+import { buildOscontainer, type OscontainerImage } from '../../src/oscontainer/build.js';
+import { copyImage } from '../../src/oscontainer/copy.js';
+import { MediaType } from '../../src/oscontainer/media-types.js';
+import { pushOscontainer } from '../../src/oscontainer/push.js';
+import { RegistryClient } from '../../src/oscontainer/registry-client.js';
+import { type RunningRegistry, startRegistry } from '../../src/registry/server.js';
+import { runCli } from '../helpers/cli.js';
+import { startCuttingProxy } from './cutting-proxy.js';
+import { type DockerRegistry, startDockerRegistry, TEST_PASSWORD, TEST_USER } from './docker-registry.js';
+import { makeTestRepo, type TestRepo } from './ostree-fixture.js';
+import { skopeoInspect } from './skopeo.js';
+import { startTokenServer, type TokenServer } from './token-server.js';
+
+let source: TestRepo;
+let image: OscontainerImage;
+let ociImage: OscontainerImage;
+let plain: DockerRegistry;
+let basic: DockerRegistry;
+let tokens: TokenServer;
+let bearer: DockerRegistry;
+let embedded: RunningRegistry;
+let dir: string;
+const credentials = { username: TEST_USER, password: TEST_PASSWORD };
+
+test.before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'devpivot-test-pull-'));
+  source = await makeTestRepo(1024);
+  image = await buildOscontainer({ repo: source.repo, commit: source.v2 });
+  ociImage = await buildOscontainer({ repo: source.repo, commit: source.v2, oci: true });
+  tokens = await startTokenServer(TEST_USER, TEST_PASSWORD);
+  [plain, basic, bearer, embedded] = await Promise.all([
+    startDockerRegistry(),
+    startDockerRegistry({ htpasswd: true }),
+    startDockerRegistry({
+      token: { realm: tokens.realm, service: tokens.service, issuer: tokens.issuer, rootCertPem: tokens.certPem },
+    }),
+    startRegistry({ storage: join(dir, 'embedded'), port: 0 }),
+  ]);
+  await Promise.all([
+    pushOscontainer(image, `${plain.hostPort}/os/test:v2`),
+    pushOscontainer(image, `${basic.hostPort}/os/test:v2`, { credentials }),
+  ]);
+  // An auth file as `skopeo login` writes it.
+  const auth = {
+    auths: { [basic.hostPort]: { auth: Buffer.from(`${TEST_USER}:${TEST_PASSWORD}`).toString('base64') } },
+  };
+  await writeFile(join(dir, 'auth.json'), JSON.stringify(auth));
+  await writeFile(join(dir, 'empty.json'), '{"auths":{}}');
+});
+
+test.after.always(async () => {
+  await Promise.all([plain?.stop(), basic?.stop(), bearer?.stop(), tokens?.stop(), embedded?.stop()]);
+  await image?.dispose();
+  await ociImage?.dispose();
+  await Promise.all([
+    source && rm(source.dir, { recursive: true, force: true }),
+    dir && rm(dir, { recursive: true, force: true }),
+  ]);
+});
+
+const isolatedEnv = (authFile: string) => ({
+  REGISTRY_AUTH_FILE: authFile,
+  HOME: dir,
+  XDG_RUNTIME_DIR: dir,
+  DOCKER_CONFIG: dir,
+});
+
+test('devpivot pull from a Basic-auth registry into the embedded one keeps the digest', async (t) => {
+  const result = await runCli(['pull', `${basic.hostPort}/os/test:v2`, '--to', `${embedded.address}/mirror/test:v2`], {
+    env: isolatedEnv(join(dir, 'auth.json')),
+  });
+  t.is(result.code, 0, result.stderr);
+  t.is(result.stdout.trim(), `${embedded.address}/mirror/test@${image.digest}`);
+  const info = await skopeoInspect(`${embedded.address}/mirror/test:v2`);
+  t.is(info.Digest, image.digest);
+  t.deepEqual(info.Layers, [image.layer.digest]);
+  t.is(info.Labels['com.coreos.ostree-commit'], source.v2);
+});
+
+test('without credentials the pull fails with REGISTRY_AUTH_FAILED and says where credentials come from', async (t) => {
+  const result = await runCli(['pull', `${basic.hostPort}/os/test:v2`, '--to', `${embedded.address}/denied/test:v2`], {
+    env: isolatedEnv(join(dir, 'empty.json')),
+  });
+  t.is(result.code, 1);
+  t.regex(result.stderr, /error\[REGISTRY_AUTH_FAILED\]/);
+  t.regex(result.stderr, /REGISTRY_AUTH_FILE/);
+});
+
+test('Bearer token flow: push and pull through a token server, digests kept, scopes requested', async (t) => {
+  // OCI format here: skopeo's oci: transport ignores Docker-typed entries of an OCI layout's index.
+  const pushed = await pushOscontainer(ociImage, `${bearer.hostPort}/secure/os:v2`, { credentials });
+  t.is(pushed.digest, ociImage.digest);
+  t.true(tokens.scopes.includes('repository:secure/os:pull,push'));
+  const layout = join(dir, 'layout');
+  const result = await copyImage(`${bearer.hostPort}/secure/os:v2`, `oci:${layout}:v2`, { source: { credentials } });
+  t.is(result.digest, ociImage.digest);
+  t.true(tokens.scopes.includes('repository:secure/os:pull'));
+  const { stdout } = await execa('skopeo', ['inspect', `oci:${layout}:v2`]);
+  t.is(JSON.parse(stdout).Digest, ociImage.digest);
+  t.is(JSON.parse(stdout).Labels.version, '2.0');
+  // Anonymous access is refused by the real registry: the token server is really in the loop.
+  const anonymous = new RegistryClient(bearer.hostPort, { credentials: null });
+  const error = await t.throwsAsync(anonymous.getManifest('secure/os', 'v2'));
+  t.is((error as { code?: string }).code, 'REGISTRY_AUTH_FAILED');
+});
+
+test('a blob download cut mid-stream resumes with Range and still verifies', async (t) => {
+  const proxy = await startCuttingProxy(
+    plain.hostPort,
+    new RegExp(`GET /v2/os/test/blobs/${image.layer.digest}`),
+    300_000,
+  );
+  t.teardown(() => proxy.stop());
+  t.true(image.layer.size > 600_000);
+  const result = await copyImage(`${proxy.hostPort}/os/test:v2`, `${embedded.address}/resumed/test:v2`);
+  t.is(result.digest, image.digest);
+  t.is(proxy.cuts, 1);
+  const layerGets = proxy.requests.filter((r) => r.includes(`/blobs/${image.layer.digest}`) && r.startsWith('GET'));
+  t.is(layerGets.length, 2);
+  t.regex(layerGets[1]!, /\r\nrange: bytes=\d+-/i);
+  t.is((await skopeoInspect(`${embedded.address}/resumed/test:v2`)).Digest, image.digest);
+});
+
+test('an index: linux/amd64 is picked by default, --all copies the index itself byte for byte', async (t) => {
+  const client = new RegistryClient(plain.hostPort);
+  const index = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MediaType.dockerManifestList,
+      manifests: [
+        {
+          mediaType: MediaType.dockerManifest,
+          digest: image.digest,
+          size: image.manifest.bytes.byteLength,
+          platform: { architecture: 'arm64', os: 'linux' },
+        },
+        {
+          mediaType: MediaType.dockerManifest,
+          digest: image.digest,
+          size: image.manifest.bytes.byteLength,
+          platform: { architecture: 'amd64', os: 'linux' },
+        },
+      ],
+    }),
+  );
+  const indexDigest = await client.putManifest('os/test', 'multi', index, MediaType.dockerManifestList);
+  const one = await copyImage(`${plain.hostPort}/os/test:multi`, `${embedded.address}/multi/one:latest`);
+  t.is(one.digest, image.digest);
+  const all = await copyImage(`${plain.hostPort}/os/test:multi`, `${embedded.address}/multi/all:latest`, { all: true });
+  t.is(all.digest, indexDigest);
+  t.deepEqual(all.manifests, [image.digest, image.digest, indexDigest]);
+  const raw = await skopeoInspect(`${embedded.address}/multi/all:latest`, '--raw');
+  t.is(raw.manifests.length, 2);
+  // Both entries name one manifest: its blobs are copied once, then found in place.
+  t.is(all.blobsCopied, 2);
+  t.is(all.blobsSkipped, 2);
+});
