@@ -86,7 +86,7 @@ function mergeValue(parent: Json | undefined, child: Json | undefined, path: str
     const result: JsonObject = { ...parent };
     if (path === 'storage') removeShadowedNodes(result, child);
     for (const [name, value] of Object.entries(child)) {
-      result[name] = mergeValue(parent[name], value, path ? `${path}.${name}` : name);
+      result[name] = mergeValue(result[name], value, path ? `${path}.${name}` : name);
     }
     return result;
   }

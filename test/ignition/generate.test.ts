@@ -1,0 +1,228 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { execa } from 'execa';
+import { PIVOT_DRIVERS } from '../../src/ignition/fragments.js';
+import { generateIgnition, type IgnitionOptions } from '../../src/ignition/generate.js';
+import { mergeSpec3 } from '../../src/ignition/merge.js';
+import { decodeDataUrl, type IgnitionConfig } from '../../src/ignition/render.js';
+import { SPEC_VERSIONS } from '../../src/ignition/spec.js';
+import { runIgnitionValidate, validateSpec2 } from '../../src/ignition/validate.js';
+
+const IMAGE = `10.0.2.2:5000/devpivot/os@sha256:${'c'.repeat(64)}`;
+const CA = '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUdevpivot\n-----END CERTIFICATE-----\n';
+
+type File = { path: string; mode?: number; contents?: { source?: string } };
+type Unit = { name: string; enabled?: boolean; contents?: string; dropins?: Array<{ name: string; contents: string }> };
+const files = (config: IgnitionConfig) => (config.storage as { files?: File[] } | undefined)?.files ?? [];
+const units = (config: IgnitionConfig) => (config.systemd as { units?: Unit[] } | undefined)?.units ?? [];
+const fileText = (config: IgnitionConfig, path: string) => {
+  const file = files(config).find((f) => f.path === path);
+  return file?.contents?.source === undefined ? undefined : decodeDataUrl(file.contents.source);
+};
+
+const full = (driver: IgnitionOptions['driver'], spec: string): IgnitionOptions => ({
+  driver,
+  image: IMAGE,
+  spec,
+  registry: { hostPort: '10.0.2.2:5000', insecure: true, caPem: CA },
+  kernelArgs: driver === 'bootc' ? [] : ['ADD:console=ttyS0,115200', 'DELETE:quiet'],
+  sshKeys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDevpivotTestKey test@devpivot'],
+  hostname: 'node-1',
+});
+
+for (const driver of PIVOT_DRIVERS) {
+  for (const spec of SPEC_VERSIONS) {
+    test(`${driver} × spec ${spec} is valid (${spec.startsWith('2') ? "devpivot's 2.2 rules" : 'ignition-validate'})`, async (t) => {
+      const config = generateIgnition(full(driver, spec));
+      t.is(config.ignition.version, spec);
+      if (spec.startsWith('2')) {
+        t.deepEqual(validateSpec2(config), []);
+        t.true(files(config).every((f) => (f as { filesystem?: string }).filesystem === 'root'));
+      } else {
+        const result = await runIgnitionValidate(config);
+        t.true(result.checked, 'ignition-validate must be installed');
+        t.true(result.ok, result.output);
+        t.is(result.output, '');
+      }
+    });
+  }
+}
+
+test('legacy: the pullspec by digest, kernel-args lines, console drop-in on pivot.service', (t) => {
+  const config = generateIgnition(full('legacy', '3.3.0'));
+  t.is(fileText(config, '/etc/pivot/image-pullspec'), `${IMAGE}\n`);
+  t.is(fileText(config, '/etc/pivot/kernel-args'), 'ADD console=ttyS0,115200\nDELETE quiet\n');
+  const pivot = units(config).find((u) => u.name === 'pivot.service');
+  t.is(pivot?.contents, undefined);
+  t.regex(pivot?.dropins?.[0]?.contents ?? '', /StandardOutput=journal\+console/);
+  const error = t.throws(() => generateIgnition({ driver: 'legacy', image: '10.0.2.2:5000/os:latest' }));
+  t.is((error as { code?: string }).code, 'IGNITION_IMAGE_NOT_PINNED');
+});
+
+test('rpm-ostree and bootc: a oneshot unit that rebases / switches, then reboots, once', (t) => {
+  const rebase = units(generateIgnition(full('rpm-ostree', '3.0.0'))).find((u) => u.name === 'devpivot-rebase.service');
+  t.true(rebase?.enabled);
+  t.regex(
+    rebase?.contents ?? '',
+    new RegExp(
+      `^ExecStart=/usr/bin/rpm-ostree rebase --experimental ostree-unverified-registry:${IMAGE.replace(/[.]/g, '\\.')}$`,
+      'm',
+    ),
+  );
+  t.regex(
+    rebase?.contents ?? '',
+    /^ExecStart=\/usr\/bin\/rpm-ostree kargs --append=console=ttyS0,115200 --delete=quiet$/m,
+  );
+  t.regex(rebase?.contents ?? '', /^Type=oneshot$/m);
+  t.regex(rebase?.contents ?? '', /ExecStart=\/usr\/bin\/systemctl reboot\n/);
+  t.regex(rebase?.contents ?? '', /^ConditionPathExists=!\/var\/lib\/devpivot\/pivot-started$/m);
+  const sw = units(generateIgnition(full('bootc', '3.0.0'))).find((u) => u.name === 'devpivot-switch.service');
+  t.regex(sw?.contents ?? '', new RegExp(`^ExecStart=/usr/bin/bootc switch ${IMAGE.replace(/[.]/g, '\\.')}$`, 'm'));
+  const error = t.throws(() => generateIgnition({ ...full('bootc', '3.0.0'), kernelArgs: ['ADD:x'] }));
+  t.is((error as { code?: string }).code, 'IGNITION_KERNEL_ARG');
+});
+
+test('registry trust, report unit, ssh keys and hostname', async (t) => {
+  const config = generateIgnition(full('rpm-ostree', '3.3.0'));
+  t.is(
+    fileText(config, '/etc/containers/registries.conf.d/50-devpivot.conf'),
+    '# devpivot: the local registry serves plain HTTP\n[[registry]]\nlocation = "10.0.2.2:5000"\ninsecure = true\n',
+  );
+  t.is(fileText(config, '/etc/containers/certs.d/10.0.2.2:5000/ca.crt'), CA);
+  t.is(fileText(config, '/etc/hostname'), 'node-1\n');
+  t.deepEqual((config.passwd as { users: unknown[] }).users, [
+    { name: 'core', sshAuthorizedKeys: full('bootc', '').sshKeys },
+  ]);
+  const report = units(config).find((u) => u.name === 'devpivot-report.service');
+  t.true(report?.enabled);
+  const script = fileText(config, '/etc/devpivot/report.sh')!;
+  t.is(files(config).find((f) => f.path === '/etc/devpivot/report.sh')?.mode, 0o755);
+  await execa('sh', ['-n', '-c', script]);
+  t.false(
+    units(generateIgnition({ ...full('rpm-ostree', '3.3.0'), report: false })).some(
+      (u) => u.name === 'devpivot-report.service',
+    ),
+  );
+});
+
+test('the report script prints the exact report line from `ostree admin status` output', async (t) => {
+  // Run the real script with the real sh and awk; only `ostree` is replaced by a recorded status output,
+  // since this host is not booted from ostree.
+  const dir = await mkdtemp(join(tmpdir(), 'devpivot-test-report-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const csum = 'd'.repeat(64);
+  await writeFile(
+    join(dir, 'ostree'),
+    `#!/bin/sh\ncat <<'EOS'\n  rhcos ${'e'.repeat(64)}.0 (staged)\n    Version: 9.9\n* rhcos ${csum}.0\n    Version: 413.92.202311\n    origin refspec: pivot://x\n  rhcos ${'f'.repeat(64)}.0 (rollback)\n    Version: 1.0\nEOS\n`,
+    { mode: 0o755 },
+  );
+  const config = generateIgnition(full('rpm-ostree', '3.3.0'));
+  await writeFile(join(dir, 'report.sh'), fileText(config, '/etc/devpivot/report.sh')!);
+  const { stdout } = await execa('sh', [join(dir, 'report.sh')], { env: { PATH: `${dir}:/usr/bin:/bin` } });
+  const line = stdout.trim().split('\n')[0]!;
+  t.regex(
+    line,
+    /^devpivot-report: \{"event":"booted","bootId":"[0-9a-f-]{36}","version":"413\.92\.202311","commit":"d{64}"\}$/,
+  );
+  t.like(JSON.parse(line.slice('devpivot-report: '.length)), {
+    event: 'booted',
+    version: '413.92.202311',
+    commit: csum,
+  });
+});
+
+test('merging a user config: files by path, units by name, users by name, child wins', async (t) => {
+  const extra = {
+    ignition: { version: '3.2.0' },
+    storage: {
+      files: [{ path: '/etc/hostname', overwrite: true, contents: { source: 'data:,mine%0A' } }],
+      links: [{ path: '/etc/pivot/kernel-args', target: '/dev/null' }],
+    },
+    systemd: {
+      units: [
+        { name: 'pivot.service', dropins: [{ name: '20-user.conf', contents: '[Service]\nEnvironment=X=1\n' }] },
+        {
+          name: 'user.service',
+          enabled: true,
+          contents: '[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n',
+        },
+      ],
+    },
+    passwd: { users: [{ name: 'core', sshAuthorizedKeys: ['ssh-rsa AAAAB3user user'] }, { name: 'ops' }] },
+  };
+  const config = generateIgnition({ ...full('legacy', '3.2.0'), spec: undefined, extra });
+  t.is(config.ignition.version, '3.2.0'); // raised from the default to the user's version
+  t.is(fileText(config, '/etc/hostname'), 'mine\n');
+  t.is(fileText(config, '/etc/pivot/kernel-args'), undefined); // replaced by the user's link
+  t.is(fileText(config, '/etc/pivot/image-pullspec'), `${IMAGE}\n`);
+  const pivot = units(config).find((u) => u.name === 'pivot.service');
+  t.deepEqual(
+    pivot?.dropins?.map((d) => d.name),
+    ['10-devpivot-console.conf', '20-user.conf'],
+  );
+  t.true(units(config).some((u) => u.name === 'user.service'));
+  const users = (config.passwd as { users: Array<{ name: string; sshAuthorizedKeys?: string[] }> }).users;
+  t.deepEqual(
+    users.map((u) => u.name),
+    ['core', 'ops'],
+  );
+  t.is(users[0]!.sshAuthorizedKeys!.length, 2);
+  const result = await runIgnitionValidate(config);
+  t.true(result.ok, result.output);
+
+  // Same-name drop-ins merge too: the child's contents win.
+  const merged = mergeSpec3(
+    { systemd: { units: [{ name: 'a.service', dropins: [{ name: 'x.conf', contents: 'A' }] }] } },
+    { systemd: { units: [{ name: 'a.service', dropins: [{ name: 'x.conf', contents: 'B' }] }] } },
+  );
+  t.deepEqual(merged, { systemd: { units: [{ name: 'a.service', dropins: [{ name: 'x.conf', contents: 'B' }] }] } });
+});
+
+test('spec choice: explicit, raised by the extra config, or refused', (t) => {
+  t.is(generateIgnition({ driver: 'bootc', image: 'r:1/x:y' }).ignition.version, '3.0.0');
+  const extra33 = { ignition: { version: '3.3.0' } };
+  const error = t.throws(() => generateIgnition({ driver: 'bootc', image: 'r:1/x:y', spec: '3.1.0', extra: extra33 }));
+  t.is((error as { code?: string }).code, 'IGNITION_SPEC_MISMATCH');
+  const major = t.throws(() => generateIgnition({ driver: 'bootc', image: 'r:1/x:y', spec: '2.2.0', extra: extra33 }));
+  t.is((major as { code?: string }).code, 'IGNITION_SPEC_MISMATCH');
+  const unsupported = t.throws(() => generateIgnition({ driver: 'bootc', image: 'r:1/x:y', spec: '3.4.0' }));
+  t.is((unsupported as { code?: string }).code, 'IGNITION_SPEC');
+  // Spec 2: the user's 2.x config is appended (lists concatenated).
+  const v2 = generateIgnition({
+    driver: 'legacy',
+    image: IMAGE,
+    extra: {
+      ignition: { version: '2.2.0' },
+      storage: { files: [{ filesystem: 'root', path: '/etc/motd', contents: { source: 'data:,hi' }, mode: 420 }] },
+    },
+  });
+  t.is(v2.ignition.version, '2.2.0');
+  t.deepEqual(
+    files(v2).map((f) => f.path),
+    ['/etc/pivot/image-pullspec', '/etc/devpivot/report.sh', '/etc/motd'],
+  );
+  t.deepEqual(validateSpec2(v2), []);
+});
+
+test('validateSpec2 reports what breaks the 2.2 rules', (t) => {
+  const errors = validateSpec2({
+    ignition: { version: '2.2.0' },
+    storage: { files: [{ path: 'relative', mode: 0o10000, contents: { source: 'data:,a b' } }] },
+    systemd: { units: [{ name: 'nosuffix', contents: 'ExecStart=/bin/true', dropins: [{ name: 'x.txt' }] }] },
+    passwd: { users: [{ name: '' }] },
+    kernelArguments: {},
+  });
+  t.deepEqual(errors.sort(), [
+    'config.kernelArguments: not in spec 2.2.0',
+    'passwd.users[0].name: required',
+    'storage.files[0].filesystem: required',
+    'storage.files[0].mode: must be an integer permission (decimal JSON, e.g. 420 for 0644)',
+    'storage.files[0].path: must be absolute',
+    'systemd.units[0].contents: line 1 is outside a [section]',
+    'systemd.units[0].dropins[0].name: must end in .conf',
+    'systemd.units[0].name: must be a unit name with a valid type suffix',
+  ]);
+  t.deepEqual(validateSpec2({ ignition: { version: '3.0.0' } }), ['ignition.version: must be "2.2.0"']);
+});
