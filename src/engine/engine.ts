@@ -29,8 +29,8 @@ export interface EngineOptions {
   bus: EventBus;
   /** Ctrl-C / SIGTERM: the run stops and cleans up. */
   signal: AbortSignal;
-  /** Leave the VMs defined and running at the end. */
-  keep?: boolean;
+  /** Leave the VMs defined and running at the end; a function is asked at cleanup (the TUI's `k` key). */
+  keep?: boolean | (() => boolean);
   /** libvirt URI (--connect). */
   uri?: string;
   sessionId?: string;
@@ -193,11 +193,16 @@ class Engine {
         })),
       })),
       ...(this.registryUrl ? { registryUrl: this.registryUrl } : {}),
-      kept: Boolean(this.options.keep) && this.host !== undefined,
+      kept: this.keep() && this.host !== undefined,
     };
   }
 
   setupExitCode: ExitCode | undefined;
+
+  keep(): boolean {
+    const keep = this.options.keep;
+    return typeof keep === 'function' ? keep() : Boolean(keep);
+  }
 
   /** One step with its events; false when it failed (the error is in the step.fail event). */
   async step(result: StepResult, body: () => Promise<void>): Promise<boolean> {
@@ -612,8 +617,15 @@ class Engine {
   async down(): Promise<void> {
     const host = this.host;
     if (!host) return;
+    for (const watch of this.nodes.values()) {
+      const vm = watch.vm;
+      if (vm)
+        await withDeadline(`removing node ${watch.def.name}`, PHASE_DEADLINES.cleanup, this.options.signal, () =>
+          vm.destroy(),
+        );
+      watch.vm = undefined;
+    }
     await withDeadline('removing the VMs', PHASE_DEADLINES.cleanup, this.options.signal, () => host.destroyAll());
-    for (const watch of this.nodes.values()) watch.vm = undefined;
   }
 
   // ---- cleanup ------------------------------------------------------------------------------------------------
@@ -630,7 +642,14 @@ class Engine {
     };
     const host = this.host;
     if (host) {
-      if (!this.options.keep) await quiet('removing the VMs', () => host.destroyAll());
+      if (!this.keep()) {
+        // Each node we created by its own handle first, then whatever else the session holds.
+        for (const watch of this.nodes.values()) {
+          const vm = watch.vm;
+          if (vm) await quiet(`removing node ${watch.def.name}`, () => vm.destroy());
+        }
+        await quiet('removing the VMs', () => host.destroyAll());
+      }
       await quiet('closing the libvirt connection', () => host.close());
     }
     const registry = this.registry;

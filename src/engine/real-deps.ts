@@ -1,0 +1,161 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { EventBus } from '../core/bus.js';
+import { DevpivotError } from '../core/errors.js';
+import { generateIgnition } from '../ignition/index.js';
+import { buildFixture } from '../images/fixture.js';
+import {
+  buildOscontainer,
+  copyImage,
+  OSTREE_COMMIT_LABEL,
+  pushOscontainer,
+  RegistryClient,
+} from '../oscontainer/index.js';
+import { startRegistry } from '../registry/index.js';
+import { openHost } from '../vm/index.js';
+import type { Deps, PushedImage } from './deps.js';
+
+/**
+ * The real implementations behind the engine's `Deps` contract: the embedded registry, the oscontainer builder
+ * and copier, the Ignition generator, the libvirt host and the fixture OS. The one place the engine's world is
+ * wired; everything here is a thin translation of arguments.
+ */
+export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv }): Deps {
+  const env = options.env ?? process.env;
+  const buildCache = join(options.stateDir, 'oscontainer-builds.json');
+  return {
+    async startRegistry({ host, port, storage, bus }) {
+      return startRegistry({ host, port, storage, bus });
+    },
+
+    async buildOscontainer({ source, registry, repository, bus, signal }) {
+      const address = new URL(registry).host;
+      const key = 'repo' in source ? `${source.repo}#${source.commit}` : undefined;
+      // Builds are deterministic: the same commit gives the same digest. Skip the build when the registry still
+      // holds the manifest we recorded for it.
+      if (key) {
+        const cached = (await readCache(buildCache))[`${address}/${repository}|${key}`];
+        if (cached && (await hasManifest(address, repository, cached.digest))) {
+          bus.emit({ kind: 'image.pushed', ref: `${address}/${repository}@${cached.digest}`, digest: cached.digest });
+          return cached;
+        }
+      }
+      signal.throwIfAborted();
+      const image = await buildOscontainer({
+        ...('repo' in source ? { repo: source.repo, commit: source.commit } : { fromDir: source.rootfs }),
+        ...('rootfs' in source && source.version ? { version: source.version } : {}),
+        bus,
+        ref: `${address}/${repository}`,
+      });
+      try {
+        signal.throwIfAborted();
+        const pushed = await pushOscontainer(image, `${address}/${repository}:latest`, { bus });
+        const result: PushedImage = { digest: pushed.digest, commit: image.commit, version: image.version };
+        if (key) await writeCache(buildCache, `${address}/${repository}|${key}`, result);
+        return result;
+      } finally {
+        await image.dispose();
+      }
+    },
+
+    async pullOscontainer({ ref, registry, repository, bus, signal }) {
+      const address = new URL(registry).host;
+      const copied = await copyImage(ref, `${address}/${repository}:latest`, { signal, bus, env });
+      const labels = await configLabels(address, repository, copied.digest);
+      const commit = labels[OSTREE_COMMIT_LABEL] ?? labels['ostree.commit'];
+      if (!commit)
+        throw new DevpivotError('NOT_AN_OSCONTAINER', `${ref} has no ${OSTREE_COMMIT_LABEL} label`, {
+          hint: 'pull an oscontainer (legacy format) or a bootable container image',
+          exitCode: 2,
+        });
+      bus.emit({ kind: 'image.pulled', ref, digest: copied.digest });
+      return {
+        digest: copied.digest,
+        commit,
+        version: labels.version ?? labels['org.opencontainers.image.version'] ?? '',
+      };
+    },
+
+    generateIgnition({ driver, image, spec, registry, kernelArgs, extra }) {
+      // A scenario's extra config may leave out ignition.version: it is merged into ours, so take ours.
+      const merged =
+        extra && !(extra as { ignition?: { version?: unknown } }).ignition?.version
+          ? { ...extra, ignition: { ...((extra as { ignition?: object }).ignition ?? {}), version: '3.0.0' } }
+          : extra;
+      if (image === undefined) {
+        // A node without a pivot target: only the user's config (the contract's generator needs a target).
+        return merged ?? { ignition: { version: '3.0.0' } };
+      }
+      return generateIgnition({
+        driver,
+        image,
+        ...(spec ? { spec } : {}),
+        registry,
+        ...(kernelArgs ? { kernelArgs } : {}),
+        ...(merged ? { extra: merged } : {}),
+      });
+    },
+
+    async openHost({ uri, sessionId, bus }) {
+      return openHost({
+        ...(uri ? { uri } : {}),
+        ...(sessionId ? { sessionId } : {}),
+        bus,
+        stateDir: options.stateDir,
+      });
+    },
+
+    async loadFixture({ bus, signal }) {
+      const { fixture, built } = await buildFixture({
+        env,
+        signal,
+        onLog: (line) => bus.emit({ kind: 'log', level: 'info', source: 'fixture', message: line }),
+      });
+      if (built)
+        bus.emit({ kind: 'log', level: 'info', source: 'fixture', message: `built the fixture OS in ${fixture.dir}` });
+      return fixture;
+    },
+  };
+}
+
+type Cache = Record<string, PushedImage>;
+
+async function readCache(file: string): Promise<Cache> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as Cache;
+  } catch {
+    return {};
+  }
+}
+
+async function writeCache(file: string, key: string, value: PushedImage): Promise<void> {
+  const cache = await readCache(file);
+  cache[key] = value;
+  await mkdir(join(file, '..'), { recursive: true });
+  await writeFile(`${file}.tmp`, JSON.stringify(cache, null, 2));
+  await rename(`${file}.tmp`, file);
+}
+
+async function hasManifest(address: string, repository: string, digest: string): Promise<boolean> {
+  try {
+    await new RegistryClient(address).getManifest(repository, digest);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The labels of an image's config, read back from our registry. */
+async function configLabels(address: string, repository: string, digest: string): Promise<Record<string, string>> {
+  const client = new RegistryClient(address);
+  const manifest = JSON.parse((await client.getManifest(repository, digest)).bytes.toString('utf8')) as {
+    config?: { digest?: string };
+  };
+  const configDigest = manifest.config?.digest;
+  if (!configDigest) return {};
+  const response = await client.request('GET', `/v2/${repository}/blobs/${configDigest}`, repository, {
+    scopes: [RegistryClient.pullScope(repository)],
+  });
+  const config = (await response.json()) as { config?: { Labels?: Record<string, string> } };
+  return config.config?.Labels ?? {};
+}
