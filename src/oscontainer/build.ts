@@ -51,12 +51,13 @@ export interface OscontainerImage {
   dispose(): Promise<void>;
 }
 
-async function treeSize(root: string): Promise<number> {
+/** Size of the tar stream of `root`: a 512-byte header per entry plus contents padded to 512 bytes. */
+async function tarSize(root: string): Promise<number> {
   let total = 0;
   for (const name of await readdir(root)) {
     const path = join(root, name);
     const stats = await lstat(path);
-    total += stats.isDirectory() ? await treeSize(path) : stats.size;
+    total += 512 + (stats.isDirectory() ? await tarSize(path) : Math.ceil(stats.size / 512) * 512);
   }
   return total;
 }
@@ -139,19 +140,20 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
     const exported = join(dir, 'repo');
     await exportCommit(repo, info.commit, exported);
     if (committed) await rm(committed, { recursive: true, force: true });
-    const total = await treeSize(exported);
+    const total = (await tarSize(exported)) + 3 * 512 + 1024;
     const layerPath = join(dir, 'layer.tar.gz');
     let last = 0;
     const layer = await writeRepoLayer(exported, layerPath, {
       gzip: options.gzip,
       onProgress: (done) => {
         // About 100 progress events per layer, not one per tar block.
-        if (done - last >= total / 100 || done === total) {
+        if (done - last >= total / 100) {
           last = done;
           progress('layer', Math.min(done, total), total);
         }
       },
     });
+    progress('layer', total, total);
     const configBytes = encodeJson(imageConfig({ commit: info.commit, version, labels: options.labels }, layer));
     const manifest = imageManifest(configBytes, layer, options.oci ?? false);
     options.bus?.emit({ kind: 'image.built', ref, digest: manifest.digest, commit: info.commit, version });

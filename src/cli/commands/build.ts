@@ -1,29 +1,14 @@
-import type { EventBus } from '../../core/bus.js';
-import { DevpivotError, UsageError } from '../../core/errors.js';
+import { UsageError } from '../../core/errors.js';
+import { loadFixture } from '../../images/fixture.js';
 import { buildOscontainer } from '../../oscontainer/build.js';
 import { pushOscontainer } from '../../oscontainer/push.js';
 import { parseReference } from '../../oscontainer/reference.js';
 import type { Command } from '../command.js';
 import { showImageProgress } from '../image-progress.js';
 
-interface FixtureLike {
-  repo: string;
-  versions: Array<{ version: string; commit: string }>;
-}
-
-/** The fixture OS module is optional at build time of this command (it builds images on first use). */
-async function fixtureVersion(wanted: string, bus: EventBus, signal: AbortSignal) {
-  const path = '../../images/fixture.js';
-  let mod: { loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<FixtureLike> };
-  try {
-    mod = await import(path);
-  } catch (error) {
-    throw new DevpivotError('FIXTURE_UNAVAILABLE', 'the fixture OS is not available in this build of devpivot', {
-      hint: 'build from an ostree repo instead: --ostree-repo REPO --commit COMMIT',
-      cause: error,
-    });
-  }
-  const fixture = await mod.loadFixture({ bus, signal });
+/** `--fixture N`: version N (by name, else by position) of the built fixture OS. */
+async function fixtureVersion(wanted: string, env: NodeJS.ProcessEnv) {
+  const fixture = await loadFixture({ env });
   const match = fixture.versions.find((v) => v.version === wanted) ?? fixture.versions[Number(wanted) - 1];
   if (!match) {
     throw new UsageError(
@@ -54,7 +39,7 @@ export const command: Command = {
     level: { type: 'string', valueName: '1-9', description: 'gzip level (default 6)' },
     json: { type: 'boolean', description: 'Print {digest, pinned, commit, version, layer} as JSON' },
   },
-  async run({ args, bus, stdout, stderr, signal }) {
+  async run({ args, bus, stdout, stderr, env, signal }) {
     const sources = ['fixture', 'ostree-repo', 'from-dir'].filter((name) => args.string(name) !== undefined);
     if (sources.length !== 1) {
       throw new UsageError(
@@ -72,7 +57,7 @@ export const command: Command = {
     const target = args.string('push');
     if (target) parseReference(target); // fail on a bad reference before the long build
     const source = args.string('fixture')
-      ? await fixtureVersion(args.string('fixture')!, bus, signal)
+      ? await fixtureVersion(args.string('fixture')!, env)
       : { repo: args.string('ostree-repo'), commit: args.string('commit') };
     const stop = showImageProgress(bus, stderr);
     try {
