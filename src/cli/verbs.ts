@@ -11,6 +11,16 @@ export interface Verb {
 }
 
 export const verbs: Verb[] = [
+  {
+    name: 'up',
+    summary: 'Run a scenario live: registry, images, VMs, pivot (default: old-to-new)',
+    load: () => import('./commands/up.js'),
+  },
+  {
+    name: 'run',
+    summary: 'Run scenario files non-interactively (CI): plain lines, --json, --junit',
+    load: () => import('./commands/run.js'),
+  },
   { name: 'doctor', summary: 'Check that this machine can run devpivot', load: () => import('./commands/doctor.js') },
   {
     name: 'images',

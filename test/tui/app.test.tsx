@@ -1,0 +1,106 @@
+import test from 'ava';
+import { render } from 'ink-testing-library';
+import { EventBus } from '../../src/core/bus.js';
+import type { DevpivotEvent } from '../../src/core/events.js';
+import { parseScenario } from '../../src/scenario/parse.js';
+import { App } from '../../src/tui/app.js';
+
+const scenario = parseScenario('name: demo\nnodes:\n  node1: { pivot: fixture:2 }\n  node2: {}\n', '/tmp/demo.yaml');
+const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
+
+/** The latest frame once it matches (renders are asynchronous), or the latest frame after 2 s. */
+async function frameMatching(view: { lastFrame(): string | undefined }, pattern: RegExp): Promise<string> {
+  for (let i = 0; i < 100 && !pattern.test(view.lastFrame() ?? ''); i++) await settle();
+  return view.lastFrame() ?? '';
+}
+
+async function setup() {
+  let t0 = 1_000_000;
+  const bus = new EventBus({ now: () => t0 });
+  const quits: boolean[] = [];
+  const view = render(
+    <App bus={bus} scenario={scenario} onQuit={(keep) => quits.push(keep)} now={() => t0} tickMs={0} />,
+  );
+  const emit = async (...events: DevpivotEvent[]) => {
+    for (const event of events) {
+      t0 += 1000;
+      bus.emit(event);
+    }
+    await settle();
+  };
+  await settle(); // effects (bus subscription, input) attach after the first render
+  return { view, emit, quits };
+}
+
+test('header, node rows, running step and console pane', async (t) => {
+  const { view, emit } = await setup();
+  await emit(
+    { kind: 'run.start', scenario: 'demo', nodes: ['node1', 'node2'] },
+    { kind: 'registry.listening', url: 'http://127.0.0.1:5555', storage: '/s' },
+    { kind: 'step.start', index: 0, name: 'prepare' },
+    { kind: 'step.pass', index: 0, name: 'prepare', ms: 2000 },
+    { kind: 'step.start', index: 1, name: 'up' },
+    { kind: 'vm.started', node: 'node1', domain: 'd1' },
+    { kind: 'vm.console', node: 'node1', line: 'fixture-init: booted Fixture CoreOS 1' },
+    { kind: 'guest.booted', node: 'node1', bootId: 'b', version: '1', commit: 'c' },
+    { kind: 'guest.pivot', node: 'node1', phase: 'pulling', target: 't' },
+    { kind: 'blob.progress', repository: 'r', digest: 'sha256:x', sent: 25, total: 100, client: 'c' },
+  );
+  const frame = await frameMatching(view, /25%/);
+  t.regex(frame, /devpivot · scenario demo · registry http:\/\/127\.0\.0\.1:5555 · 0:09/);
+  t.regex(frame, /✓ prepare \(2s\)/);
+  t.regex(frame, /up\n/);
+  t.regex(frame, /› node1 +\S pulling +1 → fixture:2 +\[█████░+\] 25% {2}reboots 0 {2}0:04/);
+  t.regex(frame, /node2 +· waiting +\? → —/);
+  t.regex(frame, /console · node1/);
+  t.regex(frame, /fixture-init: booted Fixture CoreOS 1/);
+  t.regex(frame, /q quit \(clean up\) · k quit, keep VMs/);
+  view.unmount();
+});
+
+test('keys: Tab selects the next node, c hides the console, k quits keeping the VMs', async (t) => {
+  const { view, emit, quits } = await setup();
+  await emit({ kind: 'vm.console', node: 'node2', line: 'hello from node2' });
+  view.stdin.write('\t');
+  t.regex(await frameMatching(view, /› node2/), /› node2/);
+  t.regex(view.lastFrame()!, /console · node2[\s\S]*hello from node2/);
+  view.stdin.write('c');
+  t.notRegex(await frameMatching(view, /^(?![\s\S]*console · node)/), /console · node/);
+  view.stdin.write('k');
+  t.regex(await frameMatching(view, /stopping, keeping the VMs/), /stopping, keeping the VMs/);
+  t.deepEqual(quits, [true]);
+  view.stdin.write('q');
+  await settle();
+  t.deepEqual(quits, [true], 'one quit only');
+  view.unmount();
+});
+
+test('q quits with cleanup', async (t) => {
+  const { view, quits } = await setup();
+  await settle();
+  view.stdin.write('q');
+  t.regex(await frameMatching(view, /stopping and cleaning up/), /stopping and cleaning up/);
+  t.deepEqual(quits, [false]);
+  view.unmount();
+});
+
+test('a failed run ends with the summary: failed steps with their errors and each node', async (t) => {
+  const { view, emit } = await setup();
+  await emit(
+    { kind: 'run.start', scenario: 'demo', nodes: ['node1', 'node2'] },
+    { kind: 'step.start', index: 0, name: 'prepare' },
+    { kind: 'step.pass', index: 0, name: 'prepare', ms: 10 },
+    { kind: 'step.start', index: 1, name: 'up' },
+    { kind: 'guest.booted', node: 'node1', bootId: 'b', version: '1', commit: 'c' },
+    { kind: 'guest.failure', node: 'node1', reason: 'kernel panic: Kernel panic - not syncing', line: '' },
+    { kind: 'step.fail', index: 1, name: 'up', ms: 3000, error: 'node node1 failed: kernel panic' },
+    { kind: 'run.end', ok: false, ms: 7000 },
+  );
+  const frame = await frameMatching(view, /FAILED/);
+  t.regex(frame, /✗ up \(3s\): node node1 failed: kernel panic/);
+  t.regex(frame, /FAILED in 7s · 1\/5 steps/);
+  t.regex(frame, / {2}node1: 1 → 1 \(0 reboot\(s\)\)/);
+  t.regex(frame, /node1 +✗ failed/);
+  t.notRegex(frame, /q quit/);
+  view.unmount();
+});

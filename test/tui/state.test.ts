@@ -1,0 +1,82 @@
+import test from 'ava';
+import type { DevpivotEvent, Stamped } from '../../src/core/events.js';
+import { parseScenario } from '../../src/scenario/parse.js';
+import { initialView, reduce, type ViewState } from '../../src/tui/state.js';
+
+const scenario = parseScenario('nodes:\n  a: { pivot: fixture:2 }\n  b: {}\n', '/tmp/two.yaml');
+let clock = 1000;
+const at = (event: DevpivotEvent): Stamped => {
+  clock += 100;
+  return { ...event, at: clock };
+};
+const fold = (events: DevpivotEvent[], state: ViewState = initialView(scenario)) =>
+  events.reduce((current, event) => reduce(current, { type: 'event', event: at(event) }), state);
+
+test('initial view: steps from the scenario (prepare first), nodes with their targets', (t) => {
+  const view = initialView(scenario);
+  t.deepEqual(
+    view.steps.map((s) => `${s.status} ${s.name}`),
+    [
+      'pending prepare',
+      'pending up',
+      'pending expect a booted fixture:2 within 10m',
+      'pending assert a booted fixture:2',
+      'pending expect b booted within 5m',
+    ],
+  );
+  t.like(view.nodes[0], { name: 'a', target: 'fixture:2', phase: 'waiting', boots: 0 });
+  t.is(view.nodes[1]!.target, undefined);
+});
+
+test('a pivot folds into phases, versions, reboots and progress', (t) => {
+  const view = fold([
+    { kind: 'run.start', scenario: 'two', nodes: ['a', 'b'] },
+    { kind: 'registry.listening', url: 'http://127.0.0.1:5000', storage: '/s' },
+    { kind: 'step.start', index: 0, name: 'prepare' },
+    { kind: 'step.pass', index: 0, name: 'prepare', ms: 1200 },
+    { kind: 'vm.defined', node: 'a', domain: 'd' },
+    { kind: 'vm.started', node: 'a', domain: 'd' },
+    { kind: 'guest.ignition', node: 'a', ok: true },
+    { kind: 'guest.booted', node: 'a', bootId: 'b1', version: '1', commit: 'c1' },
+    { kind: 'guest.pivot', node: 'a', phase: 'pulling', target: 'x' },
+    { kind: 'blob.progress', repository: 'r', digest: 'sha256:l', sent: 10, total: 40, client: '127.0.0.1:1' },
+  ]);
+  t.is(view.registryUrl, 'http://127.0.0.1:5000');
+  t.like(view.steps[0], { status: 'passed', ms: 1200 });
+  t.like(view.nodes[0], { phase: 'pulling', from: '1', current: '1', boots: 1, progress: { sent: 10, total: 40 } });
+  t.is(view.nodes[1]!.progress, undefined, 'b does not pull');
+  const after = fold(
+    [
+      { kind: 'guest.pivot', node: 'a', phase: 'staged', target: 'x' },
+      { kind: 'vm.reboot', node: 'a', domain: 'd' },
+      { kind: 'guest.booted', node: 'a', bootId: 'b2', version: '2', commit: 'c2' },
+      { kind: 'step.fail', index: 1, name: 'up', ms: 5, error: 'boom' },
+      { kind: 'run.end', ok: false, ms: 9000 },
+    ],
+    view,
+  );
+  t.like(after.nodes[0], { phase: 'booted', from: '1', current: '2', boots: 2, progress: { sent: 40, total: 40 } });
+  t.like(after.steps[1], { status: 'failed', error: 'boom' });
+  t.deepEqual(after.done, { ok: false, ms: 9000 });
+});
+
+test('failures, console tail, selection and keys', (t) => {
+  let view = fold([
+    ...Array.from({ length: 20 }, (_, i): DevpivotEvent => ({ kind: 'vm.console', node: 'b', line: `line ${i}` })),
+    { kind: 'guest.failure', node: 'b', reason: 'kernel panic: x', line: 'x' },
+    { kind: 'vm.console', node: 'nobody', line: 'ignored' },
+  ]);
+  t.is(view.nodes[1]!.console.length, 12);
+  t.is(view.nodes[1]!.console.at(-1), 'line 19');
+  t.like(view.nodes[1], { phase: 'failed', failure: 'kernel panic: x' });
+  view = reduce(view, { type: 'select', delta: 1 });
+  t.is(view.selected, 1);
+  view = reduce(view, { type: 'select', delta: 1 });
+  t.is(view.selected, 0, 'wraps around');
+  view = reduce(view, { type: 'select', delta: -1 });
+  t.is(view.selected, 1);
+  view = reduce(view, { type: 'toggle-console' });
+  t.false(view.showConsole);
+  view = reduce(view, { type: 'quit', keep: true });
+  t.is(view.quitting, 'keep');
+});
