@@ -102,8 +102,8 @@ export function classify(state: ClassifierState, input: ClassifierInput): Classi
   switch (input.kind) {
     case 'vm.started':
     case 'vm.reboot':
-      // A new boot: every fact may be reported again.
-      return { state: initialState, events: [] };
+      // A new boot: every fact may be reported again. The pivot target stays (the pullspec outlives a boot).
+      return { state: { seen: new Set(), target: state.target }, events: [] };
     case 'vm.crashed':
       return once(state, `failure:crashed`, [
         { kind: 'guest.failure', node, reason: `the VM crashed: ${input.reason}`, line: '' },

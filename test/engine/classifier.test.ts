@@ -74,6 +74,31 @@ test('the next boot after a reboot event reports its facts again', (t) => {
   t.deepEqual(brief(same.events), ['skipped already at target']);
 });
 
+test('a generic marker before the report line still names the target known from an earlier boot', (t) => {
+  const first = run(consoleOf('fixture-pivot.log'));
+  const { events } = run(
+    [
+      { kind: 'vm.reboot', node: 'n1', domain: 'd' },
+      { kind: 'vm.console', node: 'n1', line: 'pivot: Already at target pivot; exiting...' },
+      {
+        kind: 'vm.console',
+        node: 'n1',
+        line: 'devpivot-report: {"event":"pivot-skipped","target":"other","reason":"already at target"}',
+      },
+    ],
+    first.state,
+  );
+  t.deepEqual(events, [
+    {
+      kind: 'guest.pivot.skipped',
+      node: 'n1',
+      target:
+        '10.0.2.2:41234/devpivot/fixture-2@sha256:2222222222222222222222222222222222222222222222222222222222222222',
+      reason: 'already at target',
+    },
+  ]);
+});
+
 test('RHCOS legacy pivot markers with timestamps and systemd tags', (t) => {
   const { events } = run(consoleOf('rhcos-pivot.log'));
   t.deepEqual(brief(events), [
