@@ -1,6 +1,5 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
 import { generateIgnition } from '../ignition/index.js';
 import { buildFixture } from '../images/fixture.js';

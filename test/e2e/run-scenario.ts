@@ -1,0 +1,89 @@
+import { execFileSync, spawn } from 'node:child_process';
+import type { Stamped } from '../../src/core/events.js';
+import { binPath, repoRoot } from '../helpers/cli.js';
+
+export interface ScenarioRun {
+  code: number | null;
+  events: Stamped[];
+  stderr: string;
+  /** `✓ name` / `✗ name: error` per finished step. */
+  steps: string[];
+}
+
+/**
+ * Run a shipped scenario end to end with the real CLI (`devpivot run FILE --json`), as CI would: real registry,
+ * real oscontainer build, real Ignition, real libvirt VMs under TCG. Domains are named
+ * devpivot-test-engine-<session suffix>-<node>.
+ */
+export function runScenarioCli(
+  name: string,
+  options: {
+    extraArgs?: string[];
+    timeoutMs?: number;
+    onEvent?: (event: Stamped, kill: (signal: NodeJS.Signals) => void) => void;
+  } = {},
+): Promise<ScenarioRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        binPath,
+        'run',
+        `${repoRoot}scenarios/${name}.yaml`,
+        '--json',
+        '--session',
+        session(name),
+        ...(options.extraArgs ?? []),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: 'true' } },
+    );
+    const events: Stamped[] = [];
+    let pending = '';
+    let stderr = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      reject(new Error(`scenario ${name} did not finish in ${options.timeoutMs ?? 900_000} ms`));
+    }, options.timeoutMs ?? 900_000);
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      pending += chunk;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        if (!line) continue;
+        const event = JSON.parse(line) as Stamped;
+        events.push(event);
+        options.onEvent?.(event, (signal) => child.kill(signal));
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const steps = events.flatMap((event) =>
+        event.kind === 'step.pass'
+          ? [`✓ ${event.name}`]
+          : event.kind === 'step.fail'
+            ? [`✗ ${event.name}: ${event.error}`]
+            : [],
+      );
+      resolve({ code, events, stderr, steps });
+    });
+  });
+}
+
+export function session(name: string): string {
+  return `test-engine-${name}`.slice(0, 40).replace(/-+$/, '');
+}
+
+/** Domains of this test's session still defined in libvirt (must be none after a run). */
+export function leftoverDomains(name: string): string[] {
+  const out = execFileSync('virsh', ['-c', 'qemu:///system', 'list', '--all', '--name'], { encoding: 'utf8' });
+  return out
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((domain) => domain.startsWith(`devpivot-${session(name)}-`));
+}
+
+export function bootedVersions(events: Stamped[], node = 'node1'): string[] {
+  return events.flatMap((event) => (event.kind === 'guest.booted' && event.node === node ? [event.version] : []));
+}
