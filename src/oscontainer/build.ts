@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
@@ -14,7 +14,7 @@ import { DevpivotError } from '../core/errors.js';
 import { type BuiltManifest, encodeJson, imageConfig, imageManifest, type LayerInfo, sha256 } from './image.js';
 import { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
 import { type GzipOptions, parallelGzip } from './parallel-gzip.js';
-import { tarDirectory } from './tar-layer.js';
+import { planTar, tarDirectory } from './tar-layer.js';
 
 export interface BuildSource {
   /** An ostree repository and a commit checksum or ref in it. */
@@ -51,20 +51,10 @@ export interface OscontainerImage {
   dispose(): Promise<void>;
 }
 
-/** Size of the tar stream of `root`: a 512-byte header per entry plus contents padded to 512 bytes. */
-async function tarSize(root: string): Promise<number> {
-  let total = 0;
-  for (const name of await readdir(root)) {
-    const path = join(root, name);
-    const stats = await lstat(path);
-    total += 512 + (stats.isDirectory() ? await tarSize(path) : Math.ceil(stats.size / 512) * 512);
-  }
-  return total;
-}
-
 export interface LayerOptions {
   gzip?: GzipOptions;
-  onProgress?: (uncompressedBytes: number) => void;
+  /** Called with the uncompressed bytes so far and the exact total. */
+  onProgress?: (uncompressedBytes: number, total: number) => void;
 }
 
 /** Write `repoDir` as the `srv/repo` layer to `outPath`; returns its digests and size. */
@@ -73,11 +63,13 @@ export async function writeRepoLayer(repoDir: string, outPath: string, options: 
   const blobHash = createHash('sha256');
   let uncompressed = 0;
   let size = 0;
+  const tarOptions = { prefix: 'srv/repo', exclude: (path: string) => path === '.lock' };
+  const plan = await planTar(repoDir, tarOptions);
   async function* tee(): AsyncGenerator<Buffer> {
-    for await (const chunk of tarDirectory(repoDir, { prefix: 'srv/repo', exclude: (path) => path === '.lock' })) {
+    for await (const chunk of tarDirectory(repoDir, tarOptions, plan)) {
       diffHash.update(chunk);
       uncompressed += chunk.byteLength;
-      options.onProgress?.(uncompressed);
+      options.onProgress?.(uncompressed, plan.size);
       yield chunk;
     }
   }
@@ -140,20 +132,18 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
     const exported = join(dir, 'repo');
     await exportCommit(repo, info.commit, exported);
     if (committed) await rm(committed, { recursive: true, force: true });
-    const total = (await tarSize(exported)) + 3 * 512 + 1024;
     const layerPath = join(dir, 'layer.tar.gz');
     let last = 0;
     const layer = await writeRepoLayer(exported, layerPath, {
       gzip: options.gzip,
-      onProgress: (done) => {
+      onProgress: (done, total) => {
         // About 100 progress events per layer, not one per tar block.
-        if (done - last >= total / 100) {
+        if (done - last >= total / 100 || done === total) {
           last = done;
-          progress('layer', Math.min(done, total), total);
+          progress('layer', done, total);
         }
       },
     });
-    progress('layer', total, total);
     const configBytes = encodeJson(imageConfig({ commit: info.commit, version, labels: options.labels }, layer));
     const manifest = imageManifest(configBytes, layer, options.oci ?? false);
     options.bus?.emit({ kind: 'image.built', ref, digest: manifest.digest, commit: info.commit, version });

@@ -11,6 +11,20 @@ export interface GzipTask {
   dictionary: Uint8Array | null;
   last: boolean;
   level: number;
+  /** Store (level 0) chunks that barely compress, judged on a sample: see `parallel-gzip.ts`. */
+  adaptive: boolean;
+}
+
+const SAMPLE = 64 * 1024;
+/** A sample that level 1 cannot shrink below this ratio is treated as already compressed. */
+const INCOMPRESSIBLE = 0.97;
+
+/** Level for a chunk: decided from its own bytes only, so the output stays deterministic. */
+function levelFor(task: GzipTask): number {
+  if (!task.adaptive || task.level === 0) return task.level;
+  const sample = task.data.subarray(0, SAMPLE);
+  const compressed = deflateRawSync(sample, { level: 1 }).byteLength;
+  return compressed > sample.byteLength * INCOMPRESSIBLE ? 0 : task.level;
 }
 
 export interface GzipResult {
@@ -20,7 +34,7 @@ export interface GzipResult {
 
 parentPort?.on('message', (task: GzipTask) => {
   const output = deflateRawSync(task.data, {
-    level: task.level,
+    level: levelFor(task),
     ...(task.dictionary ? { dictionary: task.dictionary } : {}),
     finishFlush: task.last ? constants.Z_FINISH : constants.Z_SYNC_FLUSH,
   });

@@ -3,6 +3,8 @@
  * uid/gid 0, no user/group names, normalised modes (0755 directories and executables, 0644 other files). The same
  * tree always yields the same bytes, so the same ostree commit always yields the same layer digests.
  */
+
+import type { Stats } from 'node:fs';
 import { createReadStream } from 'node:fs';
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -22,11 +24,53 @@ export interface TarOptions {
 interface Entry {
   name: string;
   absolute: string;
+  stats: Stats;
 }
 
-async function addEntry(pack: tar.Pack, entry: Entry): Promise<void> {
-  const stats = await lstat(entry.absolute);
-  const base = { mtime: FIXED_MTIME, uid: 0, gid: 0 };
+/** Files read ahead of the packer: hides per-file I/O latency (ostree repos are thousands of small objects). */
+const READ_AHEAD = 32;
+
+/** Every entry under `root`, sorted by path, with its stats (lstat of one directory's entries in parallel). */
+async function collect(root: string, relative: string, options: TarOptions, out: Entry[]): Promise<void> {
+  const names = (await readdir(join(root, relative))).sort();
+  const entries = await Promise.all(
+    names
+      .map((name) => (relative ? `${relative}/${name}` : name))
+      .filter((rel) => !options.exclude?.(rel))
+      .map(async (rel) => {
+        const absolute = join(root, rel);
+        return { name: `${options.prefix}/${rel}`, absolute, stats: await lstat(absolute), rel };
+      }),
+  );
+  for (const { rel, ...entry } of entries) {
+    out.push(entry);
+    if (entry.stats.isDirectory()) await collect(root, rel, options, out);
+  }
+}
+
+export interface TarPlan {
+  entries: Entry[];
+  /** Exact size of the tar stream in bytes. */
+  size: number;
+}
+
+/** List what `tarDirectory` will write, and the archive's exact size (for progress). */
+export async function planTar(root: string, options: TarOptions): Promise<TarPlan> {
+  const entries: Entry[] = [];
+  await collect(root, '', options, entries);
+  const prefixDirs = options.prefix.split('/').length;
+  let size = 512 * prefixDirs + 1024; // parent directories and the end-of-archive blocks
+  for (const entry of entries) {
+    const content = entry.stats.isFile() ? Math.ceil(entry.stats.size / 512) * 512 : 0;
+    size += 512 + content;
+  }
+  return { entries, size };
+}
+
+const base = { mtime: FIXED_MTIME, uid: 0, gid: 0 };
+
+async function addEntry(pack: tar.Pack, entry: Entry, content: Promise<Buffer> | undefined): Promise<void> {
+  const { stats } = entry;
   if (stats.isDirectory()) {
     await entryDone(pack, { ...base, name: `${entry.name}/`, type: 'directory', mode: 0o755 });
   } else if (stats.isSymbolicLink()) {
@@ -35,8 +79,12 @@ async function addEntry(pack: tar.Pack, entry: Entry): Promise<void> {
   } else if (stats.isFile()) {
     const mode = stats.mode & 0o111 ? 0o755 : 0o644;
     const header = { ...base, name: entry.name, type: 'file' as const, mode, size: stats.size };
-    if (stats.size <= SMALL_FILE) {
-      await entryDone(pack, header, await readFile(entry.absolute));
+    if (content) {
+      const data = await content;
+      if (data.byteLength !== stats.size) {
+        throw new Error(`${entry.absolute} changed size while building the layer`);
+      }
+      await entryDone(pack, header, data);
     } else {
       let sink!: ReturnType<tar.Pack['entry']>;
       const finished = new Promise<void>((resolve, reject) => {
@@ -60,33 +108,31 @@ function entryDone(pack: tar.Pack, header: Parameters<tar.Pack['entry']>[0], con
   });
 }
 
-async function walk(root: string, relative: string, options: TarOptions, visit: (e: Entry) => Promise<void>) {
-  const names = (await readdir(join(root, relative))).sort();
-  for (const name of names) {
-    const rel = relative ? `${relative}/${name}` : name;
-    if (options.exclude?.(rel)) continue;
-    const absolute = join(root, rel);
-    await visit({ name: `${options.prefix}/${rel}`, absolute });
-    if ((await lstat(absolute)).isDirectory()) await walk(root, rel, options, visit);
-  }
-}
+const isSmallFile = (entry: Entry) => entry.stats.isFile() && entry.stats.size <= SMALL_FILE;
 
-/** Stream `root` as a tar archive; parent directories of `prefix` come first. */
-export async function* tarDirectory(root: string, options: TarOptions): AsyncGenerator<Buffer> {
+/** Stream `root` as a tar archive; parent directories of `prefix` come first. Pass `plan` to reuse a listing. */
+export async function* tarDirectory(root: string, options: TarOptions, plan?: TarPlan): AsyncGenerator<Buffer> {
   const pack = tar.pack();
   const producer = (async () => {
+    const { entries } = plan ?? (await planTar(root, options));
     const parts = options.prefix.split('/');
     for (let i = 1; i <= parts.length; i++) {
-      await entryDone(pack, {
-        name: `${parts.slice(0, i).join('/')}/`,
-        type: 'directory',
-        mode: 0o755,
-        mtime: FIXED_MTIME,
-        uid: 0,
-        gid: 0,
-      });
+      await entryDone(pack, { ...base, name: `${parts.slice(0, i).join('/')}/`, type: 'directory', mode: 0o755 });
     }
-    await walk(root, '', options, (entry) => addEntry(pack, entry));
+    const reads = new Map<number, Promise<Buffer>>();
+    let next = 0;
+    for (let i = 0; i < entries.length; i++) {
+      for (; next < entries.length && next < i + READ_AHEAD; next++) {
+        if (isSmallFile(entries[next]!)) {
+          const read = readFile(entries[next]!.absolute);
+          read.catch(() => {}); // awaited in order below
+          reads.set(next, read);
+        }
+      }
+      const content = reads.get(i);
+      reads.delete(i);
+      await addEntry(pack, entries[i]!, content);
+    }
     pack.finalize();
   })().catch((error: unknown) => {
     pack.destroy(error as Error);
