@@ -393,15 +393,25 @@ function relativeRecipe(recipe: string): string {
   return relative(packageRoot(recipe), join(recipe, 'build.sh'));
 }
 
-/** Remove builds for other keys and leftovers of interrupted builds. A running VM keeps its open disk file. */
+/**
+ * Remove leftovers of interrupted builds and builds for other keys, except the newest of those: a test or VM
+ * started just before this build may still be about to open its disk (a running QEMU keeps its open file).
+ */
 async function removeStale(root: string, keep: string): Promise<void> {
+  const previous: Array<{ name: string; mtime: number }> = [];
   for (const name of await readdir(root)) {
     if (name === keep || name === '.build.lock') continue;
     const leftover = /^\.(tmp|old)-[0-9a-f]+-(\d+)$/.exec(name);
-    if (leftover && isAlive(Number(leftover[2]))) continue;
-    if (name.startsWith('.') && !leftover) continue;
-    await removeTree(join(root, name));
+    if (leftover) {
+      if (!isAlive(Number(leftover[2]))) await removeTree(join(root, name));
+      continue;
+    }
+    if (name.startsWith('.')) continue;
+    const manifest = join(root, name, 'manifest.json');
+    previous.push({ name, mtime: existsSync(manifest) ? (await stat(manifest)).mtimeMs : 0 });
   }
+  previous.sort((a, b) => b.mtime - a.mtime);
+  for (const { name } of previous.slice(1)) await removeTree(join(root, name));
 }
 
 function isAlive(pid: number): boolean {
