@@ -36,6 +36,8 @@ export interface BuildOptions extends BuildSource {
   bus?: EventBus;
   /** Name used in progress events (e.g. the push target). */
   ref?: string;
+  /** Checked between phases: an aborted build stops and removes its work directory. */
+  signal?: AbortSignal;
 }
 
 export interface OscontainerImage {
@@ -128,10 +130,12 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
         },
       );
     }
+    options.signal?.throwIfAborted();
     progress('export', 0, null);
     const exported = join(dir, 'repo');
     await exportCommit(repo, info.commit, exported);
     if (committed) await rm(committed, { recursive: true, force: true });
+    options.signal?.throwIfAborted();
     const layerPath = join(dir, 'layer.tar.gz');
     let last = 0;
     const layer = await writeRepoLayer(exported, layerPath, {

@@ -1,4 +1,5 @@
 /** Public API of the oscontainer module (used by the engine and the build / pull commands). */
+export { type BuildAndPushOptions, buildAndPush, mirrorOscontainer, type PublishedImage } from './api.js';
 
 export { type Credentials, findCredentials } from './auth.js';
 export { type BuildOptions, buildOscontainer, type OscontainerImage, writeRepoLayer } from './build.js';

@@ -216,6 +216,20 @@ export class RegistryClient {
     return { bytes, mediaType, digest };
   }
 
+  /** A small blob (an image config) in memory, verified. */
+  async getBlob(repository: string, digest: string): Promise<Buffer> {
+    const response = await this.request('GET', `/v2/${repository}/blobs/${digest}`, repository, {
+      scopes: [RegistryClient.pullScope(repository)],
+    });
+    const bytes = Buffer.from(await response.arrayBuffer());
+    if (hex(bytes) !== digest) {
+      throw new DevpivotError('DIGEST_MISMATCH', `blob ${digest} from ${this.registry}/${repository} is corrupt`, {
+        hint: 'the registry served different content than its manifest names',
+      });
+    }
+    return bytes;
+  }
+
   /** The blob's size, or null when the repository does not have it. */
   async hasBlob(repository: string, digest: string): Promise<number | null> {
     const response = await this.request('HEAD', `/v2/${repository}/blobs/${digest}`, repository, {

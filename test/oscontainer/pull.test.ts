@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { execa } from 'execa';
+import { buildAndPush, mirrorOscontainer } from '../../src/oscontainer/api.js';
 import { buildOscontainer, type OscontainerImage } from '../../src/oscontainer/build.js';
 import { copyImage } from '../../src/oscontainer/copy.js';
 import { MediaType } from '../../src/oscontainer/media-types.js';
@@ -159,4 +160,22 @@ test('an index: linux/amd64 is picked by default, --all copies the index itself 
   // Both entries name one manifest: its blobs are copied once, then found in place.
   t.is(all.blobsCopied, 2);
   t.is(all.blobsSkipped, 2);
+});
+
+test('engine helpers: buildAndPush and mirrorOscontainer return digest, commit and version', async (t) => {
+  const built = await buildAndPush({
+    repo: source.repo,
+    commit: source.v1,
+    target: `http://${embedded.address}/engine/os:v1`,
+  });
+  t.is(built.commit, source.v1);
+  t.is(built.version, '1.0');
+  t.is(built.pinned, `${embedded.address}/engine/os@${built.digest}`);
+  const mirrored = await mirrorOscontainer(`${plain.hostPort}/os/test:v2`, `${embedded.address}/engine/mirror:v2`);
+  t.deepEqual(mirrored, {
+    digest: image.digest,
+    pinned: `${embedded.address}/engine/mirror@${image.digest}`,
+    commit: source.v2,
+    version: '2.0',
+  });
 });

@@ -1,0 +1,80 @@
+/**
+ * One-call operations for the engine: build + push an oscontainer, or mirror one, and get back what a node's
+ * Ignition needs (digest) and what its pivot should report (commit, version).
+ */
+import type { EventBus } from '../core/bus.js';
+import { DevpivotError } from '../core/errors.js';
+import { type BuildOptions, buildOscontainer } from './build.js';
+import { copyImage } from './copy.js';
+import { OSTREE_COMMIT_LABEL } from './image.js';
+import type { ImageManifest } from './media-types.js';
+import { pushOscontainer } from './push.js';
+import { parseReference } from './reference.js';
+import { RegistryClient } from './registry-client.js';
+
+export interface PublishedImage {
+  /** sha256:… of the manifest. */
+  digest: string;
+  /** `host:port/repo@sha256:…` on this host. */
+  pinned: string;
+  /** Label com.coreos.ostree-commit. */
+  commit: string;
+  /** Label version. */
+  version: string;
+}
+
+export interface BuildAndPushOptions extends Omit<BuildOptions, 'ref' | 'bus' | 'signal'> {
+  /** `host:port/repo:tag` (an `http://` prefix is accepted and dropped). */
+  target: string;
+  bus?: EventBus;
+  signal?: AbortSignal;
+}
+
+const stripScheme = (ref: string) => ref.replace(/^https?:\/\//, '');
+
+/** Build the oscontainer and push it; the work directory is always removed. */
+export async function buildAndPush(options: BuildAndPushOptions): Promise<PublishedImage> {
+  const target = stripScheme(options.target);
+  const image = await buildOscontainer({ ...options, ref: target });
+  try {
+    const pushed = await pushOscontainer(image, target, { bus: options.bus, signal: options.signal });
+    return { digest: pushed.digest, pinned: pushed.pinned, commit: image.commit, version: image.version };
+  } finally {
+    await image.dispose();
+  }
+}
+
+/** Mirror `source` to `target` (a registry reference) and read its oscontainer labels there. */
+export async function mirrorOscontainer(
+  source: string,
+  target: string,
+  options: { bus?: EventBus; signal?: AbortSignal; env?: NodeJS.ProcessEnv; insecure?: boolean } = {},
+): Promise<PublishedImage> {
+  const dest = parseReference(stripScheme(target));
+  const copied = await copyImage(source, stripScheme(target), options);
+  const client = new RegistryClient(dest.registry, { signal: options.signal, env: options.env });
+  const manifest = JSON.parse((await client.getManifest(dest.repository, copied.digest)).bytes.toString('utf8')) as
+    | ImageManifest
+    | { manifests: unknown[] };
+  if (!('config' in manifest)) {
+    throw new DevpivotError('NOT_AN_OSCONTAINER', `${source} is a multi-image index, not one oscontainer`, {
+      hint: 'reference the linux/amd64 image by digest',
+    });
+  }
+  const config = JSON.parse((await client.getBlob(dest.repository, manifest.config.digest)).toString('utf8')) as {
+    config?: { Labels?: Record<string, string> };
+  };
+  const labels = config.config?.Labels ?? {};
+  const commit = labels[OSTREE_COMMIT_LABEL];
+  if (!commit) {
+    throw new DevpivotError('NOT_AN_OSCONTAINER', `${source} has no ${OSTREE_COMMIT_LABEL} label`, {
+      hint: 'pivot targets must be oscontainers (devpivot build makes them)',
+    });
+  }
+  return {
+    digest: copied.digest,
+    pinned: `${dest.registry}/${dest.repository}@${copied.digest}`,
+    commit,
+    version: labels.version ?? labels['org.opencontainers.image.version'] ?? '',
+  };
+}
