@@ -8,6 +8,6 @@ export { FIXED_CREATED, imageConfig, imageManifest, OSTREE_COMMIT_LABEL } from '
 export { MediaType } from './media-types.js';
 export { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
 export { type GzipOptions, parallelGzip } from './parallel-gzip.js';
-export { type PushOptions, type PushResult, pushOscontainer } from './push.js';
+export { type LocalImageStore, type PushOptions, type PushResult, pushOscontainer, pushToStore } from './push.js';
 export { byDigest, formatReference, type ImageReference, isLoopback, parseReference } from './reference.js';
 export { RegistryClient, type RegistryClientOptions } from './registry-client.js';

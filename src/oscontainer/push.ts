@@ -59,3 +59,45 @@ export async function pushOscontainer(
   options.bus?.emit({ kind: 'image.pushed', ref: pinned, digest });
   return { pinned, digest };
 }
+
+/** The part of the embedded registry's store that a local push needs (src/registry `RegistryStore`). */
+export interface LocalImageStore {
+  hasBlob(digest: string): Promise<boolean>;
+  putBlob(
+    source: AsyncIterable<Uint8Array> | Uint8Array,
+    expectedDigest?: string,
+    expectedSize?: number,
+  ): Promise<unknown>;
+  putManifest(repo: string, reference: string, bytes: Uint8Array, mediaType?: string): Promise<{ digest: string }>;
+}
+
+/**
+ * Push straight into the embedded registry's store, in process: no HTTP, same result (the store verifies
+ * digests and sizes as its HTTP handler does). `address` (host:port) only names the image in the result.
+ */
+export async function pushToStore(
+  image: OscontainerImage,
+  store: LocalImageStore,
+  target: { address: string; repository: string; tag?: string },
+  options: { bus?: EventBus } = {},
+): Promise<PushResult> {
+  if (!(await store.hasBlob(image.layer.digest))) {
+    await store.putBlob(
+      createReadStream(image.layer.path, { highWaterMark: 1 << 20 }),
+      image.layer.digest,
+      image.layer.size,
+    );
+  }
+  if (!(await store.hasBlob(image.config.digest))) {
+    await store.putBlob(image.config.bytes, image.config.digest, image.config.bytes.byteLength);
+  }
+  const { digest } = await store.putManifest(
+    target.repository,
+    target.tag ?? image.digest,
+    image.manifest.bytes,
+    image.manifest.mediaType,
+  );
+  const pinned = `${target.address}/${target.repository}@${digest}`;
+  options.bus?.emit({ kind: 'image.pushed', ref: pinned, digest });
+  return { pinned, digest };
+}

@@ -1,12 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { execa } from 'execa';
 import { EventBus } from '../../src/core/bus.js';
 import type { DevpivotEvent } from '../../src/core/events.js';
 import { buildOscontainer } from '../../src/oscontainer/build.js';
-import { pushOscontainer } from '../../src/oscontainer/push.js';
+import { pushOscontainer, pushToStore } from '../../src/oscontainer/push.js';
 import { startRegistry } from '../../src/registry/server.js';
 import { runCli } from '../helpers/cli.js';
 import { type DockerRegistry, startDockerRegistry } from './docker-registry.js';
@@ -60,27 +60,25 @@ test('build + push: skopeo sees the labels, the digest and one /srv/repo layer',
 test('the layer holds an archive repo with exactly that commit and no refs', async (t) => {
   const image = await buildOscontainer({ repo: source.repo, commit: source.v1 });
   t.teardown(() => image.dispose());
+  const sh = async (file: string, args: string[]) => (await execa(file, args)).stdout;
   const out = await mkdtemp(join(tmpdir(), 'devpivot-test-layer-'));
   t.teardown(() => rm(out, { recursive: true, force: true }));
-  execFileSync('tar', ['-xzf', image.layer.path, '-C', out]);
-  const listing = execFileSync('tar', ['-tzvf', image.layer.path], { encoding: 'utf8' });
+  await sh('tar', ['-xzf', image.layer.path, '-C', out]);
+  const listing = await sh('tar', ['-tzvf', image.layer.path]);
   t.regex(listing, /^drwxr-xr-x 0\/0 +0 1970-01-01 00:00 srv\/$/m);
   t.notRegex(listing, /\.lock/);
   const repo = join(out, 'srv', 'repo');
-  t.is(execFileSync('ostree', ['refs', `--repo=${repo}`], { encoding: 'utf8' }).trim(), '');
+  t.is((await sh('ostree', ['refs', `--repo=${repo}`])).trim(), '');
   const commits: string[] = [];
   for (const prefix of await readdir(join(repo, 'objects'))) {
     for (const name of await readdir(join(repo, 'objects', prefix)))
       if (name.endsWith('.commit')) commits.push(prefix + name);
   }
   t.deepEqual(commits, [`${source.v1}.commit`]);
-  t.regex(
-    execFileSync('ostree', ['fsck', `--repo=${repo}`], { encoding: 'utf8' }),
-    /Verifying content integrity of 1 commit/,
-  );
+  t.regex(await sh('ostree', ['fsck', `--repo=${repo}`]), /Verifying content integrity of 1 commit/);
   t.is(
-    execFileSync('ostree', ['cat', `--repo=${repo}`, source.v1, '/usr/lib/os-release'], { encoding: 'utf8' }),
-    'NAME=devpivot-test\nVERSION_ID=1\n',
+    await sh('ostree', ['cat', `--repo=${repo}`, source.v1, '/usr/lib/os-release']),
+    'NAME=devpivot-test\nVERSION_ID=1',
   );
 });
 
@@ -131,6 +129,41 @@ test('push into the embedded registry; a second push skips existing blobs and ke
   // Skipped blobs report done == total at once; an upload would report intermediate chunks.
   t.deepEqual(uploads, [image.layer.size, image.config.bytes.byteLength]);
   t.is((await skopeoInspect(`${embedded.address}/devpivot/os:v2`)).Labels['com.coreos.ostree-commit'], source.v2);
+  // In process, straight into the store: the same image, served over HTTP as if pushed.
+  const v1 = await buildOscontainer({ repo: source.repo, commit: source.v1 });
+  t.teardown(() => v1.dispose());
+  const local = await pushToStore(v1, embedded.store, {
+    address: embedded.address,
+    repository: 'devpivot/os',
+    tag: 'v1',
+  });
+  t.is(local.digest, v1.digest);
+  const info = await skopeoInspect(`${embedded.address}/devpivot/os:v1`);
+  t.is(info.Digest, v1.digest);
+  t.is(info.Labels.version, '1.0');
+});
+
+test('a guest-style consumer (skopeo copy, busybox tar, ostree pull-local) imports the commit', async (t) => {
+  // What the fixture's pivot agent and RHCOS pivot do with the image, with the same tools, on the host.
+  const image = await buildOscontainer({ repo: source.repo, commit: source.v2 });
+  t.teardown(() => image.dispose());
+  const pushed = await pushOscontainer(image, `${registry.hostPort}/os/consumer:v2`);
+  const work = await mkdtemp(join(tmpdir(), 'devpivot-test-consumer-'));
+  t.teardown(() => rm(work, { recursive: true, force: true }));
+  await execa('skopeo', [
+    'copy',
+    '--quiet',
+    '--src-tls-verify=false',
+    `docker://${pushed.pinned}`,
+    `dir:${work}/image`,
+  ]);
+  await mkdir(join(work, 'root'));
+  await execa('busybox', ['tar', '-xzf', join(work, 'image', image.layer.digest.slice(7)), '-C', join(work, 'root')]);
+  const target = join(work, 'sysroot-repo');
+  await execa('ostree', ['init', '--mode=bare-user', `--repo=${target}`]);
+  await execa('ostree', ['pull-local', `--repo=${target}`, join(work, 'root', 'srv', 'repo'), source.v2]);
+  const { stdout } = await execa('ostree', ['cat', `--repo=${target}`, source.v2, '/usr/lib/os-release']);
+  t.is(stdout, 'NAME=devpivot-test\nVERSION_ID=2');
 });
 
 test('devpivot build --from-dir --push prints the pinned image; --ostree-repo without --commit is a usage error', async (t) => {
