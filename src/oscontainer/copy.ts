@@ -4,8 +4,9 @@
  * after a broken connection, then uploaded (or mounted / skipped when the destination already has them).
  * From an index (manifest list), only linux/amd64 is copied unless `all`.
  */
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
@@ -82,10 +83,10 @@ function layoutSink(dir: string, tag: string | undefined): Sink {
     hasBlob: async (digest) => (await stat(blobPath(digest)).catch(() => null)) !== null,
     putBlob: async (digest, _size, path) => {
       await mkdir(join(dir, 'blobs', digest.split(':')[0]!), { recursive: true });
-      await writeFile(blobPath(digest), await readFile(path));
+      await copyFile(path, blobPath(digest));
     },
     putManifest: async (_reference, bytes, mediaType, isTop) => {
-      const digest = `sha256:${(await import('node:crypto')).createHash('sha256').update(bytes).digest('hex')}`;
+      const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
       await mkdir(join(dir, 'blobs', 'sha256'), { recursive: true });
       await writeFile(blobPath(digest), bytes);
       if (isTop) {

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { open, truncate } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DevpivotError } from '../core/errors.js';
 import { type Credentials, findCredentials } from './auth.js';
 import { MANIFEST_ACCEPT } from './media-types.js';
@@ -345,10 +346,19 @@ export class RegistryClient {
     await (await open(path, 'w')).close();
     let lastError: unknown;
     for (let attempt = 0; attempt < attempts && received < size; attempt++) {
-      const response = await this.request('GET', `/v2/${repository}/blobs/${digest}`, repository, {
-        scopes: [RegistryClient.pullScope(repository)],
-        headers: received > 0 ? { range: `bytes=${received}-` } : {},
-      });
+      if (attempt > 0) await sleep(Math.min(100 * 2 ** attempt, 2000), undefined, { signal: this.#options.signal });
+      let response: Response;
+      try {
+        response = await this.request('GET', `/v2/${repository}/blobs/${digest}`, repository, {
+          scopes: [RegistryClient.pullScope(repository)],
+          headers: received > 0 ? { range: `bytes=${received}-` } : {},
+        });
+      } catch (error) {
+        // A registry that is briefly away (restart, network blip) gets the remaining attempts.
+        if ((error as DevpivotError).code !== 'REGISTRY_UNREACHABLE') throw error;
+        lastError = error;
+        continue;
+      }
       if (received > 0 && response.status !== 206) {
         hash = createHash('sha256');
         received = 0;

@@ -14,7 +14,7 @@ export const command: Command = {
     '(e.g. the embedded registry, 127.0.0.1:5000/os/rhcos:v2) or oci:DIR[:TAG]. Default DEST: an OCI layout in\n' +
     "devpivot's cache. Credentials: REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json (Basic and\n" +
     'Bearer token auth). Interrupted blob downloads resume. From a multi-platform index only linux/amd64 is\n' +
-    'copied unless --all. Prints DEST@DIGEST.',
+    'copied unless --all. Prints DEST@DIGEST. HTTPS registries with a private CA: set NODE_EXTRA_CA_CERTS=ca.pem.',
   positionals: [1, 1],
   options: {
     to: { type: 'string', valueName: 'DEST', description: 'Registry reference or oci:DIR[:TAG]' },
