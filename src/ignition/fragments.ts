@@ -146,7 +146,27 @@ export function driverFragment(driver: PivotDriver, image: string, kernelArgs: K
   return fragment;
 }
 
-export function trustFragment(trust: RegistryTrust): Fragment {
+/**
+ * containers/image before registries.conf v2 (2019, RHCOS 4.1–4.5, the spec 2.2 guests) reads neither
+ * registries.conf.d nor `[[registry]]` tables: there the whole v1 file is written, as the machine-config
+ * operator of that era rendered it (with RHCOS's default search list).
+ */
+function registriesConfV1(hostPort: string): string {
+  return [
+    '# devpivot: registries.conf (v1 format, for containers/image older than registries.conf v2)',
+    '[registries.search]',
+    "registries = ['registry.access.redhat.com', 'docker.io']",
+    '',
+    '[registries.insecure]',
+    `registries = ['${hostPort}']`,
+    '',
+    '[registries.block]',
+    'registries = []',
+    '',
+  ].join('\n');
+}
+
+export function trustFragment(trust: RegistryTrust, options: { legacyRegistriesConf?: boolean } = {}): Fragment {
   const fragment: Fragment = { files: [], units: [], users: [] };
   if (!/^[^/\s]+:\d+$/.test(trust.hostPort) && !/^[^/\s:]+$/.test(trust.hostPort)) {
     throw new UsageError(
@@ -161,6 +181,13 @@ export function trustFragment(trust: RegistryTrust): Fragment {
       contents: `# devpivot: the local registry serves plain HTTP\n[[registry]]\nlocation = "${trust.hostPort}"\ninsecure = true\n`,
       mode: 0o644,
     });
+    if (options.legacyRegistriesConf) {
+      fragment.files.push({
+        path: '/etc/containers/registries.conf',
+        contents: registriesConfV1(trust.hostPort),
+        mode: 0o644,
+      });
+    }
   }
   if (trust.caPem) {
     fragment.files.push({

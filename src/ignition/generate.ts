@@ -93,7 +93,9 @@ export function generateIgnition(options: IgnitionOptions): IgnitionConfig {
   const kernelArgs = normaliseKernelArgs(options.kernelArgs);
   const fragment = combine(
     driverFragment(options.driver, options.image, kernelArgs),
-    options.registry ? trustFragment(options.registry) : { files: [], units: [], users: [] },
+    options.registry
+      ? trustFragment(options.registry, { legacyRegistriesConf: majorOf(spec) === 2 })
+      : { files: [], units: [], users: [] },
     options.report === false ? { files: [], units: [], users: [] } : reportFragment(),
     accessFragment({ sshKeys: options.sshKeys, hostname: options.hostname }),
   );

@@ -105,6 +105,10 @@ test('registry trust, report unit, ssh keys and hostname', async (t) => {
       (u) => u.name === 'devpivot-report.service',
     ),
   );
+  t.is(fileText(config, '/etc/containers/registries.conf'), undefined);
+  // Spec 2.2 guests (RHCOS 4.1-4.5) predate registries.conf.d: the v1 file names the insecure registry.
+  const v1 = fileText(generateIgnition(full('legacy', '2.2.0')), '/etc/containers/registries.conf') ?? '';
+  t.regex(v1, /^\[registries\.insecure\]\nregistries = \['10\.0\.2\.2:5000'\]$/m);
 });
 
 test('the report script prints the exact report line from `ostree admin status` output', async (t) => {
