@@ -179,3 +179,24 @@ test('engine helpers: buildAndPush and mirrorOscontainer return digest, commit a
     version: '2.0',
   });
 });
+
+test('a copy within one registry mounts blobs instead of downloading them', async (t) => {
+  const recorder = await startCuttingProxy(plain.hostPort, /^$/, 0);
+  t.teardown(() => recorder.stop());
+  const result = await copyImage(`${recorder.hostPort}/os/test:v2`, `${recorder.hostPort}/os/mounted:v2`);
+  t.is(result.digest, image.digest);
+  const requests = recorder.requests.map((r) => r.split('\r\n')[0]);
+  t.is(result.blobsCopied, 2, JSON.stringify({ result, requests }, null, 1));
+  t.false(
+    requests.some((r) => /^GET \S+\/blobs\//.test(r!)),
+    requests.join('\n'),
+  );
+  t.is(
+    requests.filter((r) =>
+      /^POST \/v2\/os\/mounted\/blobs\/uploads\/\?mount=sha256%3A[0-9a-f]{64}&from=os%2Ftest /.test(r!),
+    ).length,
+    2,
+    requests.join('\n'),
+  );
+  t.is((await skopeoInspect(`${plain.hostPort}/os/mounted:v2`)).Digest, image.digest);
+});
