@@ -1,8 +1,6 @@
-import * as fs from 'node:fs';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { pipeline } from 'node:stream/promises';
 import type { EventBus } from '../core/bus.js';
-import { BlobBodyTransform, type RegistryFaults } from './blob-stream.js';
+import { type RegistryFaults, sendBlob } from './blob-stream.js';
 import { parseDigest } from './digest.js';
 import { blobUnknown, manifestUnknown, nameUnknown, RegistryError, unsupported } from './errors.js';
 import { bareMediaType, MANIFEST_TYPES, MAX_MANIFEST_BYTES, MediaType } from './manifest.js';
@@ -141,7 +139,6 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
     const opened = await store.openBlob(digest);
     if (!opened) throw blobUnknown(digest);
     const { handle, size } = opened;
-    let closeHandle = true;
     try {
       const base = {
         'Content-Type': 'application/octet-stream',
@@ -174,20 +171,16 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
         return;
       }
       const corrupt = faults.corruptBlobs === true && (await store.isLayer(name, digest));
-      const body = new BlobBodyTransform(faults, corrupt, (sent, final) => {
-        bus?.emit({ kind: 'blob.progress', repository: name, digest, sent, total: length, client: ctx.client });
-        if (final) ctx.bytes = sent;
+      ctx.bytes = await sendBlob(handle, start, length, ctx.res, {
+        faults,
+        corrupt,
+        onProgress: (sent) => {
+          ctx.bytes = sent;
+          bus?.emit({ kind: 'blob.progress', repository: name, digest, sent, total: length, client: ctx.client });
+        },
       });
-      closeHandle = false;
-      const file = fs.createReadStream('', { fd: handle.fd, start, end, highWaterMark: 1 << 20, autoClose: false });
-      try {
-        await pipeline(file, body, ctx.res);
-      } finally {
-        ctx.bytes = body.sent;
-        await handle.close();
-      }
     } finally {
-      if (closeHandle) await handle.close();
+      await handle.close();
     }
   }
 
