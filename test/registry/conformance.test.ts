@@ -247,6 +247,28 @@ test('push: chunked upload with ordering, status, out-of-order 416, and finalize
   t.deepEqual(await errorCodes(after), ['BLOB_UPLOAD_UNKNOWN']);
 });
 
+test('push: the final chunk can come with the PUT (Content-Range), as the conformance suite sends it', async (t) => {
+  const bytes = randomBytes(2000);
+  const digest = digestOf(bytes);
+  const post = await fetch(`${r.url}/v2/push/final-chunk/blobs/uploads/`, {
+    method: 'POST',
+    headers: { 'Content-Length': '0' },
+  });
+  const first = await fetch(`${r.url}${post.headers.get('location')}`, {
+    method: 'PATCH',
+    body: bytes.subarray(0, 1200),
+    headers: { 'Content-Type': 'application/octet-stream', 'Content-Range': '0-1199' },
+  });
+  t.is(first.status, 202);
+  const put = await fetch(`${r.url}${first.headers.get('location')}?digest=${digest}`, {
+    method: 'PUT',
+    body: bytes.subarray(1200),
+    headers: { 'Content-Type': 'application/octet-stream', 'Content-Range': '1200-1999' },
+  });
+  t.is(put.status, 201);
+  t.is(put.headers.get('docker-content-digest'), digest);
+});
+
 test('push: wrong and malformed digests are DIGEST_INVALID and store nothing', async (t) => {
   const bytes = randomBytes(1000);
   const wrong = await fetch(`${r.url}/v2/push/digests/blobs/uploads/?digest=${digestOf('something else')}`, {
@@ -371,6 +393,41 @@ test('push: a manifest with a subject gets OCI-Subject, even before the subject 
   });
   t.is(put.status, 201);
   t.is(put.headers.get('oci-subject'), subject.manifest.digest);
+});
+
+test('push: an index with a subject also gets OCI-Subject and is listed as a referrer', async (t) => {
+  const repo = 'push/index-subject';
+  const child = makeImage([10]);
+  await pushImage(r.url, repo, child, 'child');
+  const subject = digestOf('a subject that is not pushed');
+  const bytes = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: OCI_INDEX,
+      artifactType: 'application/vnd.example.bundle',
+      manifests: [{ mediaType: OCI_MANIFEST, digest: child.manifest.digest, size: child.manifest.size }],
+      subject: { mediaType: OCI_MANIFEST, digest: subject, size: 123 },
+    }),
+  );
+  const put = await pushManifest(r.url, repo, digestOf(bytes), {
+    bytes,
+    digest: digestOf(bytes),
+    size: bytes.length,
+    mediaType: OCI_INDEX,
+  });
+  t.is(put.status, 201);
+  t.is(put.headers.get('oci-subject'), subject);
+  const list = (await (await fetch(`${r.url}/v2/${repo}/referrers/${subject}`)).json()) as {
+    manifests: { digest: string; mediaType: string; artifactType: string }[];
+  };
+  t.deepEqual(list.manifests, [
+    {
+      mediaType: OCI_INDEX,
+      digest: digestOf(bytes),
+      size: bytes.length,
+      artifactType: 'application/vnd.example.bundle',
+    },
+  ]);
 });
 
 // ---------------------------------------------------------------- content discovery
