@@ -8,7 +8,7 @@ import { hexOf, parseDigest, SHA256_RE, sha256 } from './digest.js';
 import { digestInvalid, manifestInvalid, manifestUnknown, RegistryError, uploadUnknown } from './errors.js';
 import { HashingFileWriter } from './file-writer.js';
 import { type Descriptor, parseManifest, referrerDescriptor } from './manifest.js';
-import { isTag } from './names.js';
+import { isRepositoryName, isTag } from './names.js';
 
 /**
  * The registry's on-disk store: one content-addressed blob pool plus per-repository links (DESIGN §4).
@@ -110,7 +110,10 @@ export class RegistryStore {
     const hex = hexOf(digest);
     return join(this.root, 'blobs', 'sha256', hex.slice(0, 2), hex);
   }
+  /** Checks the name again: store callers outside HTTP must not be able to escape the storage directory. */
   repoPath(repo: string, ...parts: string[]): string {
+    if (!isRepositoryName(repo))
+      throw new RegistryError(400, 'NAME_INVALID', `invalid repository name '${repo}'`, { name: repo });
     return join(this.root, 'repositories', repo, ...parts);
   }
   tempPath(): string {
@@ -214,11 +217,13 @@ export class RegistryStore {
   }
 
   async linkBlob(repo: string, digest: string): Promise<void> {
+    parseDigest(digest);
     await this.#writeAtomic(this.repoPath(repo, '_layers', 'sha256', hexOf(digest)), '');
   }
 
   /** Remove a blob from a repository (content stays until gc). False when it was not there. */
   async unlinkBlob(repo: string, digest: string): Promise<boolean> {
+    parseDigest(digest);
     try {
       await unlink(this.repoPath(repo, '_layers', 'sha256', hexOf(digest)));
       return true;
@@ -411,6 +416,7 @@ export class RegistryStore {
   }
 
   async createUpload(repo: string): Promise<string> {
+    this.repoPath(repo);
     const id = randomUUID();
     await mkdir(this.#uploadDir(id));
     await fs.promises.writeFile(join(this.#uploadDir(id), 'data'), '');

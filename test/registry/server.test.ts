@@ -109,6 +109,11 @@ test('store API: push blobs and a manifest without HTTP, then pull them over HTT
     t.is(digestOf(Buffer.from(await layer.arrayBuffer())), image.layers[1]!.digest);
     const got = await store.getManifest('api/direct', 'v1');
     t.is(got?.digest, image.manifest.digest);
+    for (const bad of ['../escape', '/abs', 'a/../../b'])
+      await t.throwsAsync(store.putManifest(bad, 'v1', image.manifest.bytes, image.manifest.mediaType), {
+        message: /invalid repository name/,
+      });
+    await t.throwsAsync(store.linkBlob('api/direct', 'sha256:../../etc'), { message: /digest/ });
   } finally {
     await r.close();
   }
