@@ -68,7 +68,7 @@ export const command: Command = {
     },
     'no-report': { type: 'boolean', description: 'Leave out the boot report unit' },
   },
-  async run({ args, stdout }) {
+  async run({ args, stdout, stderr }) {
     const driver = (args.string('driver') ?? 'legacy') as PivotDriver;
     if (!PIVOT_DRIVERS.includes(driver)) {
       throw new UsageError(`unknown driver '${driver}'`, `use one of ${PIVOT_DRIVERS.join(', ')}`);
@@ -105,7 +105,10 @@ export const command: Command = {
       extra,
       report: !args.flag('no-report'),
     });
-    await assertValidIgnition(config, 'the generated config');
+    const validation = await assertValidIgnition(config, 'the generated config');
+    if (!validation.checked) {
+      stderr.write('warning: ignition-validate is not installed; the config was not validated (see devpivot doctor)\n');
+    }
     stdout.write(serializeIgnition(config));
     return 0;
   },
