@@ -69,6 +69,7 @@ export const command: Command = {
         gzip: level === undefined ? undefined : { level },
         bus,
         ref: target ?? 'oscontainer',
+        signal,
       });
       try {
         const pushed = target
