@@ -36,7 +36,11 @@ export const command: Command = {
     push: { type: 'string', valueName: 'REF', description: 'Push to HOST:PORT/REPO:TAG' },
     oci: { type: 'boolean', description: 'OCI manifest and media types (default: Docker v2 schema 2)' },
     insecure: { type: 'boolean', description: 'Plain HTTP to a non-loopback registry' },
-    level: { type: 'string', valueName: '1-9', description: 'gzip level (default 6)' },
+    level: {
+      type: 'string',
+      valueName: '1-9',
+      description: 'gzip level (default 6); chunks that do not compress (zlib objects) are stored',
+    },
     json: { type: 'boolean', description: 'Print {digest, pinned, commit, version, layer} as JSON' },
   },
   async run({ args, bus, stdout, stderr, env, signal }) {
