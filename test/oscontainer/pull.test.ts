@@ -200,3 +200,17 @@ test('a copy within one registry mounts blobs instead of downloading them', asyn
   );
   t.is((await skopeoInspect(`${plain.hostPort}/os/mounted:v2`)).Digest, image.digest);
 });
+
+test('a corrupted blob is refused with DIGEST_MISMATCH and nothing is tagged at the destination', async (t) => {
+  const storage = join(dir, 'faulty');
+  const faulty = await startRegistry({ storage, port: 0, faults: { corruptBlobs: false } });
+  t.teardown(() => faulty.stop());
+  await pushOscontainer(image, `${faulty.address}/os/test:v2`);
+  faulty.faults.corruptBlobs = true;
+  const error = await t.throwsAsync(copyImage(`${faulty.address}/os/test:v2`, `${plain.hostPort}/corrupt/test:v2`));
+  t.is((error as { code?: string }).code, 'DIGEST_MISMATCH');
+  t.regex((error as Error).message, /is corrupt/);
+  const tags = await fetch(`http://${plain.hostPort}/v2/corrupt/test/tags/list`);
+  t.is(tags.status, 404);
+  await tags.body?.cancel();
+});
