@@ -71,9 +71,13 @@ export async function startDockerRegistry(auth: RegistryAuth = {}): Promise<Dock
     );
   }
   await writeFile(join(dir, 'config.yml'), `${lines.join('\n')}\n`);
-  const child = spawn('/usr/bin/docker-registry', ['serve', join(dir, 'config.yml')], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  // Through a small shell that stops the registry when our end of its stdin closes: even when the test
+  // process is killed (an ava timeout), no registry is left running.
+  const child = spawn(
+    'sh',
+    ['-c', '/usr/bin/docker-registry serve "$0" & reg=$!; read -r _; kill $reg; wait $reg', join(dir, 'config.yml')],
+    { stdio: ['pipe', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   await waitUp(`http://127.0.0.1:${port}/v2/`, child, () => stderr);
@@ -83,7 +87,7 @@ export async function startDockerRegistry(auth: RegistryAuth = {}): Promise<Dock
     async stop() {
       if (child.exitCode === null) {
         const closed = new Promise((resolve) => child.once('close', resolve));
-        child.kill('SIGTERM');
+        child.stdin!.end();
         await closed;
       }
       await rm(dir, { recursive: true, force: true });
