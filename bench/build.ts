@@ -17,6 +17,8 @@ import { loadFixture } from '../src/images/fixture.js';
 import { buildOscontainer, writeRepoLayer } from '../src/oscontainer/build.js';
 import { exportCommit } from '../src/oscontainer/ostree.js';
 import type { GzipOptions } from '../src/oscontainer/parallel-gzip.js';
+import { pushOscontainer } from '../src/oscontainer/push.js';
+import { startRegistry } from '../src/registry/server.js';
 
 const exec = promisify(execFile);
 const RUNS = 3;
@@ -106,6 +108,21 @@ async function main() {
         'devpivot full build (export + layer + config)',
         async () => (await buildOscontainer({ repo: source.repo, commit: source.commit, workDir: work })).dispose(),
       ],
+      [
+        'devpivot full build + push to the embedded registry (HTTP)',
+        async () => {
+          const image = await buildOscontainer({ repo: source.repo, commit: source.commit, workDir: work });
+          // A fresh repository and store each run, so every blob is really uploaded.
+          await rm(join(work, 'registry'), { recursive: true, force: true });
+          const registry = await startRegistry({ storage: join(work, 'registry'), port: 0 });
+          try {
+            await pushOscontainer(image, `${registry.address}/bench/os:latest`);
+          } finally {
+            await registry.stop();
+            await image.dispose();
+          }
+        },
+      ],
     ];
     rows.push([source.name, 'tar -c | gzip | sha256sum', shell.toFixed(2), (treeMB / shell).toFixed(0), '1.00']);
     for (const [name, fn] of variants) {
@@ -132,6 +149,7 @@ async function main() {
   for (const row of rows) console.log(line(row));
   await rm(join(work, 'exported'), { recursive: true, force: true });
   await rm(join(work, 'layer.tar.gz'), { force: true });
+  await rm(join(work, 'registry'), { recursive: true, force: true });
 }
 
 await main();
