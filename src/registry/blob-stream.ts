@@ -30,10 +30,28 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
-async function write(res: ServerResponse, chunk: Buffer): Promise<void> {
+/**
+ * Write a chunk with backpressure. Resolves once the socket accepted more data; the returned `flushed` settles
+ * when this chunk left our buffer (so the buffer can be reused).
+ */
+async function write(res: ServerResponse, chunk: Buffer): Promise<{ flushed: Promise<void> }> {
   if (res.destroyed) throw new Error('client closed the connection');
-  if (!res.write(chunk)) await drained(res);
+  let flushed!: Promise<void>;
+  const more = new Promise<boolean>((resolveMore) => {
+    flushed = new Promise<void>((resolve) => {
+      const onClose = () => resolve();
+      res.once('close', onClose);
+      resolveMore(
+        res.write(chunk, () => {
+          res.off('close', onClose);
+          resolve();
+        }),
+      );
+    });
+  });
+  if (!(await more)) await drained(res);
   if (res.destroyed) throw new Error('client closed the connection');
+  return { flushed };
 }
 
 export interface SendBlobOptions {
@@ -45,8 +63,8 @@ export interface SendBlobOptions {
 }
 
 /**
- * Stream `length` bytes of an open blob from `start` into `res` (headers already set), never holding more than
- * one chunk: a read loop writing straight to the socket, with backpressure, progress and the faults applied.
+ * Stream `length` bytes of an open blob from `start` into `res` (headers already set), holding at most two
+ * chunks: a read loop writing straight to the socket, with backpressure, progress and the faults applied.
  * Resolves with the bytes sent; rejects when the client goes away.
  */
 export async function sendBlob(
@@ -61,6 +79,8 @@ export async function sendBlob(
   let lastReport = Date.now();
   const count = (bytes: number) => {
     sent += bytes;
+    // The final report goes out with the last byte: a Content-Length client is done reading right then.
+    if (sent === length) return onProgress(sent, true);
     const now = Date.now();
     if (now - lastReport >= PROGRESS_INTERVAL_MS) {
       lastReport = now;
@@ -69,9 +89,15 @@ export async function sendBlob(
   };
   let position = start;
   const end = start + length;
-  while (position < end) {
-    const buffer = Buffer.allocUnsafeSlow(Math.min(CHUNK, end - position));
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+  // Two buffers used in turn: one is read into while the other drains to the socket. Reusing them (instead of
+  // a fresh allocation per chunk) spares the kernel page faults on every megabyte sent.
+  const size = Math.min(CHUNK, length);
+  const buffers = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)];
+  const pending: Promise<void>[] = [Promise.resolve(), Promise.resolve()];
+  for (let turn = 0; position < end; turn ^= 1) {
+    await pending[turn];
+    const buffer = buffers[turn]!;
+    const { bytesRead } = await handle.read(buffer, 0, Math.min(size, end - position), position);
     if (bytesRead === 0) throw new Error(`blob ended at ${position}, before its size`);
     const chunk = buffer.subarray(0, bytesRead);
     position += bytesRead;
@@ -85,13 +111,11 @@ export async function sendBlob(
       const slice = rate > 0 ? Math.max(1, Math.floor(rate / 20)) : chunk.length;
       const part = chunk.subarray(offset, offset + slice);
       offset += part.length;
-      await write(res, part);
+      pending[turn] = (await write(res, part)).flushed;
       count(part.length);
       if (rate > 0) await sleep((part.length / rate) * 1000);
     }
   }
-  // Report completion before end(): the response's 'close' (request log) and the client's last read follow it.
-  onProgress(sent, true);
   await new Promise<void>((resolve) => res.end(resolve));
   return sent;
 }
