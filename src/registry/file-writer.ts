@@ -64,8 +64,11 @@ export class HashingFileWriter extends Writable {
       callback(new RangeError(`more than ${this.limit} bytes`));
       return;
     }
-    writeAll(this.fd, buffers, (error) => {
-      if (!error) this.#startWriteback(buffers);
+    // One contiguous buffer: copying 64 KiB socket chunks together costs less than handing writev() hundreds of
+    // separate buffers (measured with --cpu-prof: the per-buffer cost of writev dominated).
+    const batch = buffers.length > 1 ? [Buffer.concat(buffers)] : buffers;
+    writeAll(this.fd, batch, (error) => {
+      if (!error) this.#startWriteback(batch);
       callback(error);
     });
   }
