@@ -66,9 +66,8 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
   const listener = createRegistry({ store, bus: options.bus, faults: options.faults });
   let server: Server | undefined;
   let port = options.port ?? 0;
-  // Sessions idle for uploadTtlMs are removed periodically too, not only at start.
-  const expiry = setInterval(() => void store.expireUploads().catch(() => {}), Math.min(store.uploadTtlMs, 3_600_000));
-  expiry.unref();
+  // Sessions idle for uploadTtlMs are removed periodically while listening, not only at start.
+  let expiry: NodeJS.Timeout | undefined;
 
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const registry = {
@@ -94,12 +93,15 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
       await listen(next, port, host);
       server = next;
       port = (next.address() as AddressInfo).port;
+      expiry = setInterval(() => void store.expireUploads().catch(() => {}), Math.min(store.uploadTtlMs, 3_600_000));
+      expiry.unref();
       options.bus?.emit({ kind: 'registry.listening', url: registry.url, storage: options.storage });
     },
     async stop() {
       const current = server;
       if (!current) return;
       server = undefined;
+      clearInterval(expiry);
       await new Promise<void>((resolve) => {
         current.close(() => resolve());
         current.closeAllConnections();
