@@ -118,7 +118,12 @@ function onEvent(state: ViewState, event: Stamped): ViewState {
     case 'step.start':
       return updateStep(state, event.index, (step) => ({ ...step, status: 'running' }));
     case 'step.pass':
-      return updateStep(state, event.index, (step) => ({ ...step, status: 'passed', ms: event.ms }));
+      // Set-up chatter (builds, pushes) ends with the prepare step.
+      return updateStep(event.index === 0 ? { ...state, activity: undefined } : state, event.index, (step) => ({
+        ...step,
+        status: 'passed',
+        ms: event.ms,
+      }));
     case 'step.fail':
       return updateStep(state, event.index, (step) => ({
         ...step,

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
-test('power-loss: power cut while staging, power back: the node boots and finishes the pivot', async (t) => {
+test('power-loss: power cut while staging, power back: the node boots (never bricked) and finishes the pivot', async (t) => {
   const run = await runScenarioCli('power-loss');
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   const versions = bootedVersions(run.events);

@@ -33,6 +33,7 @@ test('a pivot folds into phases, versions, reboots and progress', (t) => {
     { kind: 'run.start', scenario: 'two', nodes: ['a', 'b'] },
     { kind: 'registry.listening', url: 'http://127.0.0.1:5000', storage: '/s' },
     { kind: 'step.start', index: 0, name: 'prepare' },
+    { kind: 'image.pushed', ref: 'r@sha256:x', digest: 'sha256:x' },
     { kind: 'step.pass', index: 0, name: 'prepare', ms: 1200 },
     { kind: 'vm.defined', node: 'a', domain: 'd' },
     { kind: 'vm.started', node: 'a', domain: 'd' },
@@ -42,6 +43,7 @@ test('a pivot folds into phases, versions, reboots and progress', (t) => {
     { kind: 'blob.progress', repository: 'r', digest: 'sha256:l', sent: 10, total: 40, client: '127.0.0.1:1' },
   ]);
   t.is(view.registryUrl, 'http://127.0.0.1:5000');
+  t.is(view.activity, undefined, 'set-up activity ends with prepare');
   t.like(view.steps[0], { status: 'passed', ms: 1200 });
   t.like(view.nodes[0], { phase: 'pulling', from: '1', current: '1', boots: 1, progress: { sent: 10, total: 40 } });
   t.is(view.nodes[1]!.progress, undefined, 'b does not pull');
