@@ -540,6 +540,8 @@ test('management: delete a tag, then the manifest, then a blob', async (t) => {
   t.is(delTag.status, 202);
   t.is((await fetch(`${r.url}/v2/${repo}/manifests/one`)).status, 404);
   t.is((await fetch(`${r.url}/v2/${repo}/manifests/two`)).status, 200);
+  const tags = (await (await fetch(`${r.url}/v2/${repo}/tags/list`)).json()) as { tags: string[] };
+  t.deepEqual(tags.tags, ['two'], 'deleted tags are not listed');
   const delManifest = await fetch(`${r.url}/v2/${repo}/manifests/${image.manifest.digest}`, { method: 'DELETE' });
   t.is(delManifest.status, 202);
   t.is((await fetch(`${r.url}/v2/${repo}/manifests/${image.manifest.digest}`)).status, 404);
