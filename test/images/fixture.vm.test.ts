@@ -170,6 +170,46 @@ test.serial('an image of the booted commit is pulled, recognised by its label an
   }
 });
 
+test.serial('an Ignition config the guest cannot use stops the first boot as RHCOS does', async (t) => {
+  const vm = await FixtureVm.create(fixture.disk, '{"ignition":{"version":"9.9.0"}}');
+  try {
+    await vm.start();
+    const failed = await vm.waitFor(/^Ignition has failed/, BOOT_S);
+    await vm.waitFor(/^You are in emergency mode/, BOOT_S, failed.index);
+    const reports = await vm.reports();
+    t.deepEqual(only(reports, 'ignition'), [{ event: 'ignition', ok: false }]);
+    t.deepEqual(only(reports, 'booted'), [], 'the root is never started');
+    t.true(
+      (await vm.lines()).some((line) => /^ignition: CRITICAL : Ignition failed: unsupported config version/.test(line)),
+      'the Ignition error is shown',
+    );
+  } finally {
+    await vm.dispose();
+  }
+});
+
+test.serial(
+  'without a registries.conf.d drop-in the plain-HTTP registry is refused (TLS is not skipped)',
+  async (t) => {
+    const target = pinned['2']!;
+    const config = generateIgnition({ driver: 'legacy', image: target, spec: '3.3.0' });
+    const vm = await FixtureVm.create(fixture.disk, serializeIgnition(config));
+    try {
+      await vm.start();
+      const failed = await vm.waitFor(/devpivot-report: \{"event":"failed"/, PIVOT_S);
+      const reports = await vm.reports();
+      t.regex(String(only(reports, 'failed')[0]!.reason), /^pull failed: .*HTTP response to HTTPS client/);
+      await vm.waitFor(/^fixture-init: ready$/, BOOT_S, failed.index);
+      t.deepEqual(
+        only(reports, 'booted').map((report) => report.version),
+        ['1'],
+      );
+    } finally {
+      await vm.dispose();
+    }
+  },
+);
+
 /** Pivot to version 2, cut the power as soon as the deployment is staged, boot again on the same disk. */
 async function powerLossAfterStaged(vm: FixtureVm) {
   await vm.start();
