@@ -57,8 +57,8 @@ test('build + push: skopeo sees the labels, the digest and one /srv/repo layer',
   t.like(pushedEvent, { ref: pushed.pinned, digest: image.digest });
 });
 
-test('the layer holds an archive repo with exactly that commit and no refs', async (t) => {
-  const image = await buildOscontainer({ repo: source.repo, commit: source.v1 });
+test('the layer holds an archive repo with exactly that commit (not its parent) and no refs', async (t) => {
+  const image = await buildOscontainer({ repo: source.repo, commit: source.v2 });
   t.teardown(() => image.dispose());
   const sh = async (file: string, args: string[]) => (await execa(file, args)).stdout;
   const out = await mkdtemp(join(tmpdir(), 'devpivot-test-layer-'));
@@ -74,11 +74,11 @@ test('the layer holds an archive repo with exactly that commit and no refs', asy
     for (const name of await readdir(join(repo, 'objects', prefix)))
       if (name.endsWith('.commit')) commits.push(prefix + name);
   }
-  t.deepEqual(commits, [`${source.v1}.commit`]);
+  t.deepEqual(commits, [`${source.v2}.commit`]); // v1, its parent, is left out
   t.regex(await sh('ostree', ['fsck', `--repo=${repo}`]), /Verifying content integrity of 1 commit/);
   t.is(
-    await sh('ostree', ['cat', `--repo=${repo}`, source.v1, '/usr/lib/os-release']),
-    'NAME=devpivot-test\nVERSION_ID=1',
+    await sh('ostree', ['cat', `--repo=${repo}`, source.v2, '/usr/lib/os-release']),
+    'NAME=devpivot-test\nVERSION_ID=2',
   );
 });
 
