@@ -1,7 +1,7 @@
 import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
-test('old-to-new: fixture v1 pivots to an oscontainer built from v2, and everything is removed', async (t) => {
+test.serial('old-to-new: fixture v1 pivots to an oscontainer built from v2, and everything is removed', async (t) => {
   const run = await runScenarioCli('old-to-new');
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.deepEqual(run.steps, [
@@ -28,7 +28,7 @@ test('old-to-new: fixture v1 pivots to an oscontainer built from v2, and everyth
   t.deepEqual(leftoverDomains('old-to-new'), []);
 });
 
-test('Ctrl-C during a run: the run stops, the VM is removed, exit status 1', async (t) => {
+test.serial('Ctrl-C during a run: the run stops, the VM is removed, exit status 1', async (t) => {
   const run = await runScenarioCli('old-to-new', {
     extraArgs: ['--session', 'test-engine-interrupt'],
     onEvent: (event, kill) => {
