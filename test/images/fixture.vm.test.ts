@@ -43,7 +43,11 @@ test.after.always(async () => {
   if (storage) await rm(storage, { recursive: true, force: true });
 });
 
-function ignitionFor(target: string, files: Array<{ path: string; text: string }> = []): string {
+function ignitionFor(
+  target: string,
+  files: Array<{ path: string; text: string }> = [],
+  kernelArgs: string[] = [],
+): string {
   const extra = {
     ignition: { version: '3.3.0' },
     storage: {
@@ -60,6 +64,7 @@ function ignitionFor(target: string, files: Array<{ path: string; text: string }
       image: target,
       spec: '3.3.0',
       registry: { hostPort: `10.0.2.2:${registry.port}`, insecure: true },
+      kernelArgs,
       extra,
     }),
   );
@@ -78,7 +83,14 @@ test.serial(
   async (t) => {
     const marker = `devpivot-images-test-${process.pid}-${Date.now()}`;
     const target = pinned['2']!;
-    const vm = await FixtureVm.create(fixture.disk, ignitionFor(target, [{ path: '/etc/issue', text: `${marker}\n` }]));
+    const vm = await FixtureVm.create(
+      fixture.disk,
+      ignitionFor(
+        target,
+        [{ path: '/etc/issue', text: `${marker}\n` }],
+        ['ADD:fixture.test-karg=1', 'DELETE:ignition.platform.id=qemu'],
+      ),
+    );
     try {
       await vm.start();
       const init = await vm.waitFor(/^fixture-initramfs: started/, BOOT_S);
@@ -97,6 +109,14 @@ test.serial(
       await vm.waitFor(new RegExp(`^issue: ${marker}$`), BOOT_S, booted2.index);
       const skipped = await vm.waitFor(/^pivot: Already at target pivot; exiting\.\.\.$/, PIVOT_S, booted2.index);
       await vm.waitFor(/^fixture-init: ready$/, BOOT_S, skipped.index);
+
+      // /etc/pivot/kernel-args applied to the new deployment: the kernel prints its command line at boot.
+      const cmdlines = (await vm.lines()).filter((line) => /\] Command line: /.test(line));
+      t.is(cmdlines.length, 2);
+      t.false(cmdlines[0]!.includes('fixture.test-karg=1'));
+      t.true(cmdlines[0]!.includes(' ignition.platform.id=qemu'));
+      t.true(cmdlines[1]!.includes(' fixture.test-karg=1'), cmdlines[1]);
+      t.false(cmdlines[1]!.includes('ignition.platform.id=qemu'), cmdlines[1]);
 
       const reports = await vm.reports();
       t.deepEqual(only(reports, 'ignition'), [{ event: 'ignition', ok: true }], 'Ignition runs on the first boot only');
