@@ -138,7 +138,7 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 async function startDevpivot(flags: string[] = []): Promise<Target> {
-  const storage = join(work, 'storage-devpivot');
+  const storage = join(work, `storage-devpivot${flags.join('')}`);
   await rm(storage, { recursive: true, force: true });
   const child = spawn(
     process.execPath,
@@ -260,52 +260,85 @@ async function peakRss(pid: number): Promise<number> {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-async function measure(target: Target, image: Awaited<ReturnType<typeof prepareImage>>) {
-  const hex = image.digest.slice(7);
-  const dropBlob = () => rm(target.blobFile(hex), { force: true });
+type Image = Awaited<ReturnType<typeof prepareImage>>;
+type Op = (target: Target, image: Image, i: number) => Promise<unknown>;
+
+const SKOPEO = ['--insecure-policy', 'copy', '--quiet'];
+/** Remove the blob so a push really uploads it, and flush dirty pages so no push pays for the previous one. */
+async function freshPush(target: Target, image: Image): Promise<void> {
+  await rm(target.blobFile(image.digest.slice(7)), { force: true });
+  await sh('sync', []);
+}
+
+/** Each operation, with what to do before each timed run. */
+const OPS: Record<string, { prepare?: (target: Target, image: Image) => Promise<void>; run: Op }> = {
+  'curl push': {
+    prepare: freshPush,
+    run: (target, image, i) => curlPush(target, `bench/curl${i}`, image.layer, image.digest),
+  },
+  'curl pull': { run: (target, image) => curlPull(target, 'bench/curl0', image.digest, image.size) },
+  'skopeo push': {
+    prepare: freshPush,
+    run: (target, image, i) =>
+      sh('skopeo', [
+        ...SKOPEO,
+        '--dest-tls-verify=false',
+        `dir:${image.dir}`,
+        `docker://${target.host}/bench/skopeo${i}:latest`,
+      ]),
+  },
+  'skopeo pull': {
+    prepare: (target) => rm(join(work, `pull-${target.pid}`), { recursive: true, force: true }),
+    run: (target) =>
+      sh('skopeo', [
+        ...SKOPEO,
+        '--src-tls-verify=false',
+        `docker://${target.host}/bench/skopeo0:latest`,
+        `dir:${join(work, `pull-${target.pid}`)}`,
+      ]),
+  },
+};
+
+/**
+ * Run every operation RUNS times, interleaving the registries run by run, so that load from other processes on
+ * the machine (this is a shared 2-core box) hits all of them alike.
+ */
+async function measureAll(targets: Target[], image: Image) {
   const mb = image.size / 1e6;
-  const results: Record<string, number[]> = { 'curl push': [], 'curl pull': [], 'skopeo push': [], 'skopeo pull': [] };
-  for (let i = 0; i < RUNS; i++) {
-    await dropBlob();
-    results['curl push']!.push(mb / (await timed(() => curlPush(target, `bench/curl${i}`, image.layer, image.digest))));
+  const raw = new Map<string, Record<string, number[]>>(targets.map((t) => [t.name, {}]));
+  for (const [op, { prepare, run }] of Object.entries(OPS)) {
+    process.stdout.write(`  ${op} ...\n`);
+    for (let i = 0; i < RUNS; i++) {
+      for (const target of targets) {
+        await prepare?.(target, image);
+        const seconds = await timed(() => run(target, image, i));
+        (raw.get(target.name)![op] ??= []).push(mb / seconds);
+      }
+    }
   }
-  for (let i = 0; i < RUNS; i++)
-    results['curl pull']!.push(
-      mb / (await timed(() => curlPull(target, `bench/curl${RUNS - 1}`, image.digest, image.size))),
-    );
-  const skopeo = ['--insecure-policy', 'copy', '--quiet'];
-  for (let i = 0; i < RUNS; i++) {
-    await dropBlob();
-    const ref = `docker://${target.host}/bench/skopeo${i}:latest`;
-    results['skopeo push']!.push(
-      mb / (await timed(() => sh('skopeo', [...skopeo, '--dest-tls-verify=false', `dir:${image.dir}`, ref]))),
-    );
+  for (const target of targets) await rm(join(work, `pull-${target.pid}`), { recursive: true, force: true });
+  const measured: Record<string, { medians: Record<string, number>; raw: Record<string, number[]>; rss: number }> = {};
+  for (const target of targets) {
+    const results = raw.get(target.name)!;
+    measured[target.name] = {
+      medians: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, median(v)])),
+      raw: results,
+      rss: await peakRss(target.pid),
+    };
   }
-  for (let i = 0; i < RUNS; i++) {
-    const out = join(work, `pull-${target.name}`);
-    await rm(out, { recursive: true, force: true });
-    const ref = `docker://${target.host}/bench/skopeo${RUNS - 1}:latest`;
-    results['skopeo pull']!.push(
-      mb / (await timed(() => sh('skopeo', [...skopeo, '--src-tls-verify=false', ref, `dir:${out}`]))),
-    );
-    await rm(out, { recursive: true, force: true });
-  }
-  const rss = await peakRss(target.pid);
-  return { medians: Object.fromEntries(Object.entries(results).map(([k, v]) => [k, median(v)])), raw: results, rss };
+  return measured;
 }
 
 async function main(): Promise<void> {
   const image = await prepareImage();
   process.stdout.write(`blob: ${(image.size / MiB).toFixed(1)} MiB ${image.digest}\n`);
-  const measured: Record<string, Awaited<ReturnType<typeof measure>>> = {};
-  for (const start of [startDistribution, () => startDevpivot(), () => startDevpivot(['--no-fsync'])]) {
-    const target = await start();
-    try {
-      process.stdout.write(`measuring ${target.name} (${target.url}) ...\n`);
-      measured[target.name] = await measure(target, image);
-    } finally {
-      await target.stop();
-    }
+  const targets: Target[] = [];
+  let measured: Awaited<ReturnType<typeof measureAll>>;
+  try {
+    targets.push(await startDistribution(), await startDevpivot(), await startDevpivot(['--no-fsync']));
+    measured = await measureAll(targets, image);
+  } finally {
+    for (const target of targets) await target.stop();
   }
   const ours = measured.devpivot!;
   const fast = measured['devpivot --no-fsync']!;
