@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Fault injection the engine toggles at run time (mutate the object; every blob response reads it per chunk):
- * - `slowBytesPerSecond`: throttle blob GET bodies to about this rate (undefined or 0 = full speed).
+ * - `slowBytesPerSecond`: throttle each blob GET body to about this rate (undefined or 0 = full speed).
  * - `corruptBlobs`: GET of *layer* blobs (never manifests or configs) serves content with flipped bytes but the
  *   same length, so clients fail digest verification as with a corrupted image on a real registry.
  */
