@@ -151,7 +151,8 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
       if (range === 'unsatisfiable') {
         throw new RegistryError(
           416,
-          'BLOB_UNKNOWN',
+          // No spec code names ranges; SIZE_INVALID ("length did not match content length") is the closest.
+          'SIZE_INVALID',
           `range not satisfiable: blob has ${size} bytes`,
           { size },
           {

@@ -151,7 +151,7 @@ test('pull: Range requests give 206 with Content-Range; suffix ranges; unsatisfi
   // The body is exactly what the headers announce.
   t.is(Number(bad.headers['content-length']), Buffer.byteLength(bad.body));
   t.is(bad.headers['content-type']?.split(';')[0], 'application/json');
-  t.truthy(JSON.parse(bad.body).errors[0].code);
+  t.is(JSON.parse(bad.body).errors[0].code, 'SIZE_INVALID');
 });
 
 // ---------------------------------------------------------------- push
