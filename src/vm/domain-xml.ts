@@ -117,13 +117,32 @@ export function metadataXml(meta: DevpivotMetadata): string {
   return `<devpivot:node xmlns:devpivot="${DEVPIVOT_XMLNS}" ${attrs}/>`;
 }
 
-/** Read devpivot's metadata element (as returned by virDomainGetMetadata or inside a full domain XML). */
+/** Read devpivot's metadata element inside a full domain XML (it must carry devpivot's namespace). */
 export function parseMetadata(xml: string): DevpivotMetadata | undefined {
   const element = /<(\w+):node\b[^>]*xmlns:\1="([^"]+)"[^>]*>|<node\b[^>]*xmlns="([^"]+)"[^>]*>/.exec(xml);
   if (!element) return undefined;
   if ((element[2] ?? element[3]) !== DEVPIVOT_XMLNS) return undefined;
+  return readAttributes(element[0]);
+}
+
+/**
+ * Read the element virDomainGetMetadata returns for devpivot's namespace: libvirt already selected it by
+ * namespace and hands it back without one (`<node session=… …/>`).
+ */
+export function parseMetadataElement(xml: string): DevpivotMetadata | undefined {
+  const element = /^\s*<(?:\w+:)?node\b[^>]*>/.exec(xml);
+  return element ? readAttributes(element[0]) : undefined;
+}
+
+/** The live-only `started` attribute devpivot adds when a node boots. */
+export function startedAttribute(xml: string): string | undefined {
+  const match = /\sstarted="([^"]*)"/.exec(xml);
+  return match ? unescapeXml(match[1]!) : undefined;
+}
+
+function readAttributes(element: string): DevpivotMetadata | undefined {
   const attr = (name: string) => {
-    const match = new RegExp(`\\s${name}="([^"]*)"`).exec(element[0]);
+    const match = new RegExp(`\\s${name}="([^"]*)"`).exec(element);
     return match ? unescapeXml(match[1]!) : undefined;
   };
   const session = attr('session');
@@ -137,6 +156,22 @@ export function parseMetadata(xml: string): DevpivotMetadata | undefined {
     volumes: (attr('volumes') ?? '').split(' ').filter(Boolean),
     base: attr('base') ?? '',
   };
+}
+
+/** The element to store with virDomainSetMetadata (libvirt adds the namespace from its key and URI). */
+export function metadataElement(meta: DevpivotMetadata, extra: Record<string, string> = {}): string {
+  const attrs = Object.entries({
+    session: meta.session,
+    node: meta.node,
+    image: meta.image,
+    created: meta.created,
+    volumes: meta.volumes.join(' '),
+    base: meta.base,
+    ...extra,
+  })
+    .map(([key, value]) => `${key}="${escapeXml(value)}"`)
+    .join(' ');
+  return `<node ${attrs}/>`;
 }
 
 export function domainXml(o: DomainXmlOptions): string {

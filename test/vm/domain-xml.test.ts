@@ -5,10 +5,13 @@ import {
   domainName,
   domainXml,
   fwCfgMethod,
+  metadataElement,
   metadataXml,
   parseMetadata,
+  parseMetadataElement,
   poolPath,
   poolXml,
+  startedAttribute,
   validName,
   volumeName,
   volumePrefix,
@@ -99,6 +102,15 @@ test('every domain carries devpivot metadata that round-trips, escaped', (t) => 
     '<dp:node started="x" xmlns:dp=',
   );
   t.deepEqual(parseMetadata(returned), base.metadata);
+});
+
+test('the element virDomainGetMetadata returns (no namespace) and the live start time', (t) => {
+  const stored = metadataElement(base.metadata, { started: '2026-01-01T00:01:00.000Z' });
+  t.true(stored.startsWith('<node '));
+  t.deepEqual(parseMetadataElement(stored), base.metadata);
+  t.is(startedAttribute(stored), '2026-01-01T00:01:00.000Z');
+  t.is(parseMetadataElement('<other session="s" node="n"/>'), undefined);
+  t.is(parseMetadataElement('<node session="s"/>'), undefined);
 });
 
 test('metadata under another namespace is not devpivot metadata', (t) => {

@@ -48,6 +48,8 @@ export const command: Command = {
         { force: args.flag('force') },
       );
       stderr.write(why === 'ended' ? `\nConsole of ${node} closed (the VM stopped).\n` : '\nDetached.\n');
+      // stdin was put in flowing mode for the session: release it so the process can exit
+      process.stdin.destroy();
       return 0;
     } finally {
       await conn.close();

@@ -1,5 +1,5 @@
 import { DevpivotError } from '../../core/errors.js';
-import { DEVPIVOT_XMLNS, domainName, parseMetadata } from '../domain-xml.js';
+import { DEVPIVOT_XMLNS, domainName, parseMetadataElement } from '../domain-xml.js';
 import { type Connection, ConsoleFlag } from './connection.js';
 import { LibvirtError } from './errors.js';
 
@@ -33,7 +33,7 @@ export async function attachConsole(
     });
   const stream = conn.newStream(true);
   try {
-    const meta = parseMetadata((await domain.metadata(DEVPIVOT_XMLNS)) ?? '');
+    const meta = parseMetadataElement((await domain.metadata(DEVPIVOT_XMLNS)) ?? '');
     if (!meta)
       throw new DevpivotError('VM_NOT_DEVPIVOT', `domain ${name} was not created by devpivot`, {
         hint: 'devpivot only attaches to its own VMs; use `virsh console` for others',
@@ -62,7 +62,7 @@ export async function attachConsole(
   return await new Promise((resolve) => {
     const pending: Buffer[] = [];
     let done = false;
-    const wasRaw = io.input.isTTY && io.input.setRawMode ? true : false;
+    const wasRaw = Boolean(io.input.isTTY && io.input.setRawMode);
     const finish = (why: 'detached' | 'ended' | 'aborted') => {
       if (done) return;
       done = true;

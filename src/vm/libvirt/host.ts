@@ -10,8 +10,8 @@ import {
   domainName,
   domainXml,
   fwCfgMethod,
-  metadataXml,
-  parseMetadata,
+  metadataElement,
+  parseMetadataElement,
   validName,
   volumeName,
   volumeXml,
@@ -333,7 +333,7 @@ export class LibvirtHost implements VmHost {
     const existing = await this.#conn.lookupDomain(name);
     if (existing) {
       try {
-        const meta = parseMetadata((await existing.metadata(DEVPIVOT_XMLNS)) ?? '');
+        const meta = parseMetadataElement((await existing.metadata(DEVPIVOT_XMLNS)) ?? '');
         if (meta?.session !== this.sessionId)
           throw new DevpivotError('VM_NAME_TAKEN', `a domain named ${name} exists and is not this session's`, {
             hint: `choose another session id, or remove it: virsh -c ${this.uri} undefine ${name}`,
@@ -420,10 +420,12 @@ export class LibvirtNode implements VmNode {
         this.console.reattachSoon();
       }
       const xml = await domain.metadata(DEVPIVOT_XMLNS).catch(() => undefined);
-      const meta = xml ? parseMetadata(xml) : undefined;
+      const meta = xml ? parseMetadataElement(xml) : undefined;
       if (meta) {
-        const live = metadataXml(meta).replace('/>', ` started="${new Date().toISOString()}"/>`);
-        await domain.setMetadata(live, 'devpivot', DEVPIVOT_XMLNS, 1).catch(() => {});
+        const live = metadataElement(meta, { started: new Date().toISOString() });
+        await domain
+          .setMetadata(live, 'devpivot', DEVPIVOT_XMLNS, 1)
+          .catch((error) => this.#host.warn(`cannot record the start time of ${this.domain}: ${error.message}`));
       }
       await domain.resume();
     } finally {
@@ -451,7 +453,7 @@ export class LibvirtNode implements VmNode {
       let volumes: string[] = [];
       if (domain) {
         try {
-          volumes = parseMetadata((await domain.metadata(DEVPIVOT_XMLNS)) ?? '')?.volumes ?? [];
+          volumes = parseMetadataElement((await domain.metadata(DEVPIVOT_XMLNS)) ?? '')?.volumes ?? [];
           if (await domain.isActive()) await domain.destroy().catch(() => {});
           await domain.undefine(UndefineFlag.nvram | UndefineFlag.managedSave);
         } finally {

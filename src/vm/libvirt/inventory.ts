@@ -1,4 +1,4 @@
-import { BASE_VOLUME_PATTERN, DEVPIVOT_XMLNS, parseMetadata } from '../domain-xml.js';
+import { BASE_VOLUME_PATTERN, DEVPIVOT_XMLNS, parseMetadataElement, startedAttribute } from '../domain-xml.js';
 import { type Connection, DOMAIN_STATE_NAMES, DomainState, UndefineFlag } from './connection.js';
 import { POOL_NAME } from './pool.js';
 
@@ -22,10 +22,10 @@ export async function listDevpivotDomains(conn: Connection): Promise<DevpivotDom
   for (const domain of await conn.domains()) {
     try {
       const xml = await domain.metadata(DEVPIVOT_XMLNS).catch(() => undefined);
-      const meta = xml ? parseMetadata(xml) : undefined;
+      const meta = xml ? parseMetadataElement(xml) : undefined;
       if (!meta) continue;
       const { state } = await domain.state().catch(() => ({ state: DomainState.noState }));
-      const started = xml ? /\sstarted="([^"]*)"/.exec(xml)?.[1] : undefined;
+      const started = xml ? startedAttribute(xml) : undefined;
       const active = state !== DomainState.shutoff && state !== DomainState.noState;
       result.push({
         name: domain.name,
