@@ -122,6 +122,11 @@ async function bootAndReboot(
     t.true(log.includes('devpivot-test: init started'), 'the canonical console log has the guest lines');
     t.false(log.includes('\x1b'), 'and no escape sequences');
 
+    const logs = await runCli(['logs', 'n1'], { env: { DEVPIVOT_STATE_DIR: stateDir } });
+    t.is(logs.code, 0, logs.stderr);
+    t.regex(logs.stdout, /devpivot-test: rebooting\n[\s\S]*devpivot-test: second boot/);
+    if (options.interactive) await followLogs(t, sessionId, stateDir);
+
     const ps = await runCli(['ps', '--json', '--connect', uri], { env: { DEVPIVOT_STATE_DIR: stateDir } });
     t.is(ps.code, 0, ps.stderr);
     const row = (JSON.parse(ps.stdout) as { name: string; session: string; state: string; uptime: string }[]).find(
@@ -149,6 +154,24 @@ async function bootAndReboot(
     await host.close();
     await nothingLeft(t, uri, sessionId, `devpivot-${sessionId}-n1`);
   }
+}
+
+/** `devpivot logs -f` prints what is there, keeps following, and ends cleanly on Ctrl-C (SIGINT). */
+async function followLogs(t: ExecutionContext, sessionId: string, stateDir: string) {
+  const child = spawn(process.execPath, [binPath, 'logs', 'n1', '-f', '--session', sessionId], {
+    env: { ...process.env, DEVPIVOT_STATE_DIR: stateDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  const deadline = Date.now() + 10_000;
+  while (!out.includes('second boot') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  t.regex(out, /second boot/);
+  await new Promise((r) => setTimeout(r, 500));
+  t.is(child.exitCode, null, 'still following');
+  child.kill('SIGINT');
+  t.is(await exited, 0);
 }
 
 /** `devpivot console --force`: type into the guest's shell, read its answer, Ctrl-] detaches. */
