@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
@@ -219,6 +219,35 @@ test.serial('system daemon: boot an overlay with Ignition, console lines, guest 
   t.log(`vm.reboot event minus the guest's "rebooting" console line: ${figures.rebootEventVsLineMs} ms`);
   t.log(`main thread: ${figures.ticks} ticks of 50 ms for ${figures.expectedTicks} expected`);
   t.true(figures.ticks >= figures.expectedTicks * 0.8, 'the main thread stays responsive during the boot');
+});
+
+test.serial('system daemon, UEFI (OVMF): boots, and its NVRAM file goes with the domain', async (t) => {
+  const bus = new EventBus();
+  const { waitFor } = recorder(bus);
+  const sessionId = session('uefi');
+  const host = await openHost({ uri: 'qemu:///system', sessionId, bus, stateDir: mkdtempSync(join(tmpdir(), 'dp-')) });
+  const domain = `devpivot-${sessionId}-n1`;
+  try {
+    const node = await host.createNode({
+      name: 'n1',
+      image: guest.baseImage,
+      ignition: '{}',
+      memoryMiB: 256,
+      vcpus: 1,
+      firmware: 'uefi',
+      kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: guest.cmdline },
+    } as Parameters<typeof host.createNode>[0]);
+    await node.start();
+    await waitFor('vm.console', (e) => e.line.includes('EFI stub'), 60_000);
+    await waitFor('vm.console', (e) => e.line === 'devpivot-test: init started', 60_000);
+    t.true(existsSync(`/var/lib/libvirt/qemu/nvram/${domain}_VARS.fd`), 'libvirt made NVRAM from the template');
+    await node.destroy();
+  } finally {
+    await host.destroyAll();
+    await host.close();
+  }
+  t.false(existsSync(`/var/lib/libvirt/qemu/nvram/${domain}_VARS.fd`));
+  await nothingLeft(t, 'qemu:///system', sessionId, domain);
 });
 
 test.serial(
