@@ -1,4 +1,4 @@
-import { callAsync, callSync } from './call.js';
+import { callAsync } from './call.js';
 import { LibvirtError, VirErr } from './errors.js';
 import { eventLoop } from './event-loop.js';
 import { libvirt, type Ptr, registerCallback, takePointerArray, unregisterCallback } from './ffi.js';
@@ -312,18 +312,22 @@ export class Connection {
     };
   }
 
-  /** Called once when the connection drops (daemon restarted, network gone, keepalive timeout). */
-  onClose(handler: (reason: string) => void): void {
+  /**
+   * Called once when the connection drops (daemon restarted, network gone, keepalive timeout). libvirt holds a
+   * lock while it runs the close callback, so (un)registration runs on a worker thread, never blocking the main
+   * thread the callback needs.
+   */
+  async onClose(handler: (reason: string) => void): Promise<void> {
     if (this.#closeCallback !== undefined) throw new Error('close handler already registered');
     this.#closeCallback = registerCallback('virConnectCloseFunc', (_c: Ptr, reason: number) => {
       handler(CloseReason[reason] ?? `reason ${reason}`);
     });
-    callSync('close callback registration', libvirt().virConnectRegisterCloseCallback, [
-      this.ptr,
-      this.#closeCallback,
-      null,
-      null,
-    ]);
+    await callAsync(
+      'close callback registration',
+      libvirt().virConnectRegisterCloseCallback,
+      [this.ptr, this.#closeCallback, null, null],
+      { uri: this.uri },
+    );
   }
 
   /** Close the connection (on a worker thread) and let the event loop stop when nobody else needs it. */
@@ -331,9 +335,11 @@ export class Connection {
     if (this.#handle.freed) return;
     const ptr = this.ptr;
     if (this.#closeCallback !== undefined) {
-      libvirt().virConnectUnregisterCloseCallback(ptr, this.#closeCallback);
       const callback = this.#closeCallback;
       this.#closeCallback = undefined;
+      await callAsync('close callback removal', libvirt().virConnectUnregisterCloseCallback, [ptr, callback]).catch(
+        () => {},
+      );
       setImmediate(() => unregisterCallback(callback));
     }
     const detached = this.#handle.detach();

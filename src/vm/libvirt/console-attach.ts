@@ -72,13 +72,7 @@ export async function attachConsole(
       io.signal.removeEventListener('abort', onAbort);
       if (wasRaw) io.input.setRawMode?.(false);
       io.input.pause();
-      setImmediate(() => {
-        try {
-          stream.abort();
-        } catch {}
-        stream.free();
-        resolve(why);
-      });
+      setImmediate(() => void stream.close().then(() => resolve(why)));
     };
     const flush = () => {
       while (pending.length > 0 && !done) {

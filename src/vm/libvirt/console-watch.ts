@@ -126,11 +126,6 @@ export class ConsoleWatch {
     this.#stopReading = undefined;
     if (!stream) return;
     // Abort and free outside any libvirt callback that may still be on the stack.
-    setImmediate(() => {
-      try {
-        stream.abort();
-      } catch {}
-      stream.free();
-    });
+    setImmediate(() => void stream.close());
   }
 }

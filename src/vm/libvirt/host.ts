@@ -133,7 +133,7 @@ export class LibvirtHost implements VmHost {
       lifecycle: (domain, event, detail) => this.#onLifecycle(domain, event, detail),
       reboot: (domain) => this.#onReboot(domain),
     });
-    this.#conn.onClose((reason) => {
+    await this.#conn.onClose((reason) => {
       if (this.#closed) return;
       this.emit({
         kind: 'log',
@@ -141,7 +141,8 @@ export class LibvirtHost implements VmHost {
         source: 'vm',
         message: `lost the libvirt connection to ${this.uri} (${reason}); reconnecting`,
       });
-      void this.#reconnect();
+      // Leave the libvirt callback (it holds a lock) before touching the connection.
+      setImmediate(() => void this.#reconnect());
     });
   }
 

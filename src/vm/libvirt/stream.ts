@@ -55,7 +55,7 @@ export class Stream {
       await callAsync('stream finish', libvirt().virStreamFinish, [this.ptr], { uri: this.#uri });
       return sent;
     } catch (error) {
-      this.abort();
+      await this.abort();
       throw error;
     } finally {
       native.free();
@@ -79,7 +79,7 @@ export class Stream {
       await callAsync('stream finish', libvirt().virStreamFinish, [this.ptr], { uri: this.#uri });
       return Buffer.concat(parts).subarray(0, limit);
     } catch (error) {
-      this.abort();
+      await this.abort();
       throw error;
     } finally {
       native.free();
@@ -160,10 +160,17 @@ export class Stream {
     setImmediate(() => unregisterCallback(callback));
   }
 
-  abort(): void {
+  /** Abort the transfer (an RPC for remote streams: on a worker thread). Never throws. */
+  async abort(): Promise<void> {
     if (this.#handle.freed) return;
     this.#removeEventCallback();
-    libvirt().virStreamAbort(this.ptr);
+    await callAsync('stream abort', libvirt().virStreamAbort, [this.ptr], { uri: this.#uri }).catch(() => {});
+  }
+
+  /** Abort, then free: the end of a console stream. Never throws. */
+  async close(): Promise<void> {
+    await this.abort();
+    this.free();
   }
 
   free(): void {
