@@ -312,7 +312,9 @@ async function measureAll(targets: Target[], image: Image) {
       for (const target of targets) {
         await prepare?.(target, image);
         const seconds = await timed(() => run(target, image, i));
-        (raw.get(target.name)![op] ??= []).push(mb / seconds);
+        const series = raw.get(target.name)!;
+        series[op] ??= [];
+        series[op].push(mb / seconds);
       }
     }
   }

@@ -1,5 +1,5 @@
 import { Box, Static, Text, useInput } from 'ink';
-import { useEffect, useLayoutEffect, useReducer, useState } from 'react';
+import { useEffect, useLayoutEffect, useReducer, useRef, useState } from 'react';
 import type { EventBus } from '../core/bus.js';
 import type { Scenario } from '../scenario/types.js';
 import { formatDuration } from '../scenario/units.js';
@@ -26,6 +26,8 @@ export interface AppProps {
 export function App({ bus, scenario, onQuit, now = Date.now, tickMs = 100 }: AppProps) {
   const [state, dispatch] = useReducer(reduce, scenario, initialView);
   const [frame, setFrame] = useState(0);
+  // Guards quitting synchronously: the input handler's `state` can be one render stale when keys come fast.
+  const quitRequested = useRef(false);
 
   // Layout effect: subscribed as soon as the first frame is committed, so no early event is missed.
   useLayoutEffect(() => bus.subscribe((event) => dispatch({ type: 'event', event })), [bus]);
@@ -42,8 +44,9 @@ export function App({ bus, scenario, onQuit, now = Date.now, tickMs = 100 }: App
     const act = (action: Action) => dispatch(action);
     if (key.upArrow) act({ type: 'select', delta: -1 });
     else if (key.downArrow || key.tab) act({ type: 'select', delta: 1 });
-    else if (input === 'c') act({ type: 'toggle-console' });
-    else if ((input === 'q' || input === 'k' || (key.ctrl && input === 'c')) && !state.quitting && !state.done) {
+    else if (input === 'c' && !key.ctrl) act({ type: 'toggle-console' });
+    else if ((input === 'q' || input === 'k' || (key.ctrl && input === 'c')) && !quitRequested.current && !state.done) {
+      quitRequested.current = true;
       const keep = input === 'k';
       act({ type: 'quit', keep });
       onQuit(keep);

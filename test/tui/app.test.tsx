@@ -8,6 +8,11 @@ import { App } from '../../src/tui/app.js';
 const scenario = parseScenario('name: demo\nnodes:\n  node1: { pivot: fixture:2 }\n  node2: {}\n', '/tmp/demo.yaml');
 const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
 
+/** Resolves once `condition` holds (or after 2 s): key handling is asynchronous and slower on a loaded machine. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !condition(); i++) await settle();
+}
+
 /** The latest frame once it matches (renders are asynchronous), or the latest frame after 2 s. */
 async function frameMatching(view: { lastFrame(): string | undefined }, pattern: RegExp): Promise<string> {
   for (let i = 0; i < 100 && !pattern.test(view.lastFrame() ?? ''); i++) await settle();
@@ -68,6 +73,7 @@ test('keys: Tab selects the next node, c hides the console, k quits keeping the 
   t.notRegex(await frameMatching(view, /^(?![\s\S]*console · node)/), /console · node/);
   view.stdin.write('k');
   t.regex(await frameMatching(view, /stopping, keeping the VMs/), /stopping, keeping the VMs/);
+  await until(() => quits.length > 0);
   t.deepEqual(quits, [true]);
   view.stdin.write('q');
   await settle();
@@ -80,6 +86,7 @@ test('q quits with cleanup', async (t) => {
   await settle();
   view.stdin.write('q');
   t.regex(await frameMatching(view, /stopping and cleaning up/), /stopping and cleaning up/);
+  await until(() => quits.length > 0);
   t.deepEqual(quits, [false]);
   view.unmount();
 });
