@@ -37,6 +37,7 @@ if [ ! -b /dev/vda ]; then echo "devpivot-test: no disk"; $B sleep 3600; fi
 MARK=$($B dd if=/dev/vda bs=16 count=1 2>/dev/null | $B tr -d '\\000')
 if [ "$MARK" = "devpivot-boot-1" ]; then
   echo "devpivot-test: second boot"
+  (n=0; while true; do $B sleep 2; n=$((n+1)); echo "devpivot-test: tick $n"; done) &
   exec $B sh
 fi
 printf 'devpivot-boot-1' | $B dd of=/dev/vda bs=16 count=1 conv=notrunc,fsync 2>/dev/null

@@ -325,18 +325,46 @@ test.serial('an unreachable libvirtd gives a clear error quickly', async (t) => 
   t.regex(cli.stderr, /hint: /);
 });
 
-test.serial('libvirtd restarting: the host reports the lost connection and reconnects', async (t) => {
-  const bus = new EventBus();
-  const { waitFor } = recorder(bus);
-  const host = await openHost({ uri: daemon.tcpUri, sessionId: session('reconnect'), bus, stateDir: tmpdir() });
-  try {
-    await daemon.stop();
-    const lost = await waitFor('log', (e) => e.message.includes('lost the libvirt connection'), 20_000);
-    t.is(lost.level, 'error');
-    await daemon.restart();
-    await waitFor('log', (e) => e.message.startsWith('reconnected to'), 40_000);
-    t.true(host.connection.isAlive());
-  } finally {
-    await host.close();
-  }
-});
+test.serial(
+  'libvirtd restarting: the host reports the lost connection, reconnects, re-attaches consoles and events',
+  async (t) => {
+    const bus = new EventBus();
+    const { waitFor } = recorder(bus);
+    const sessionId = session('reconnect');
+    const host = await openHost({
+      uri: daemon.tcpUri,
+      sessionId,
+      bus,
+      stateDir: mkdtempSync(join(tmpdir(), 'dp-')),
+      poolPath: daemon.poolPath,
+    });
+    try {
+      const node = await host.createNode({
+        name: 'n1',
+        image: guest.baseImage,
+        ignition: '{}',
+        memoryMiB: 256,
+        vcpus: 1,
+        firmware: 'bios',
+        kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: guest.cmdline },
+      } as Parameters<typeof host.createNode>[0]);
+      await node.start();
+      await waitFor('vm.console', (e) => e.line.startsWith('devpivot-test: tick'), 120_000);
+      await daemon.stop();
+      const lost = await waitFor('log', (e) => e.message.includes('lost the libvirt connection'), 20_000);
+      t.is(lost.level, 'error');
+      await daemon.restart();
+      const back = await waitFor('log', (e) => e.message.startsWith('reconnected to'), 40_000);
+      t.true(host.connection.isAlive());
+      // the guest kept running; its console is read again after the reconnect
+      await waitFor('vm.console', (e) => e.line.startsWith('devpivot-test: tick') && e.at > back.at, 20_000);
+      // and lifecycle events flow on the new connection
+      await node.powerOff();
+      await waitFor('vm.stopped', (e) => e.domain === node.domain && e.at > back.at, 20_000);
+    } finally {
+      await host.destroyAll();
+      await host.close();
+    }
+    await nothingLeft(t, daemon.tcpUri, sessionId, `devpivot-${sessionId}-n1`);
+  },
+);
