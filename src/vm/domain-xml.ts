@@ -233,6 +233,9 @@ export function domainXml(o: DomainXmlOptions): string {
     "    <console type='pty'>",
     "      <target type='serial' port='0'/>",
     '    </console>',
+    // pvpanic: a guest kernel panic becomes a libvirt CRASHED event (then on_crash destroys the domain)
+    // instead of a silent hang or reboot loop.
+    "    <panic model='isa'/>",
     "    <rng model='virtio'>",
     "      <backend model='random'>/dev/urandom</backend>",
     '    </rng>',

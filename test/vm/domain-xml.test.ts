@@ -56,6 +56,8 @@ test('BIOS domain: TCG type, memory, vcpus, virtio disk, user networking, fw_cfg
   );
   t.regex(xml, /<serial type='pty'>\s*<log file='\/pool\/devpivot-s1--node1.console.log' append='on'\/>/);
   t.regex(xml, /<on_reboot>restart<\/on_reboot>/);
+  t.regex(xml, /<on_crash>destroy<\/on_crash>/);
+  t.regex(xml, /<panic model='isa'\/>/);
   t.notRegex(xml, /qemu:commandline/);
   t.notRegex(xml, /host-passthrough/);
 });

@@ -1,7 +1,8 @@
 /**
  * A tiny, honest test guest for the VM layer: the host's Debian kernel booted directly with a busybox initramfs
  * whose /init prints markers on the serial console, reads the Ignition config from fw_cfg, checks the virtio
- * disk (the qcow2 overlay), writes a boot counter to it and reboots itself once. Built without loop devices or
+ * disk (the qcow2 overlay), writes a boot counter to it and reboots itself once (or, with devpivot.test=poweroff
+ * or devpivot.test=panic on the kernel command line, powers off or panics). Built without loop devices or
  * mounts; files are placed where the unprivileged qemu user can read them.
  */
 import { execFileSync } from 'node:child_process';
@@ -20,6 +21,8 @@ const MODULES = [
   'drivers/virtio/virtio_pci.ko',
   'drivers/block/virtio_blk.ko',
   'drivers/firmware/qemu_fw_cfg.ko',
+  'drivers/misc/pvpanic/pvpanic.ko',
+  'drivers/misc/pvpanic/pvpanic-mmio.ko',
 ];
 
 const INIT = `#!/bin/busybox sh
@@ -32,6 +35,11 @@ echo "devpivot-test: init started"
 for m in ${MODULES.map((m) => m.split('/').pop()).join(' ')}; do $B insmod /modules/$m; done
 CFG=/sys/firmware/qemu_fw_cfg/by_name/opt/com.coreos/config/raw
 if [ -r $CFG ]; then echo "devpivot-test: ignition $($B cat $CFG)"; else echo "devpivot-test: no ignition"; fi
+# devpivot.test=poweroff|panic on the kernel command line: end the boot that way instead
+case "$($B cat /proc/cmdline)" in
+  *devpivot.test=poweroff*) echo "devpivot-test: powering off"; $B poweroff -f ;;
+  *devpivot.test=panic*) echo "devpivot-test: panicking"; echo c > /proc/sysrq-trigger ;;
+esac
 i=0; while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do $B sleep 0.1; i=$((i+1)); done
 if [ ! -b /dev/vda ]; then echo "devpivot-test: no disk"; $B sleep 3600; fi
 MARK=$($B dd if=/dev/vda bs=16 count=1 2>/dev/null | $B tr -d '\\000')

@@ -259,6 +259,51 @@ test.serial(
   },
 );
 
+for (const [mode, expected] of [
+  ['poweroff', { crashed: undefined, stopped: 'guest shut down' }],
+  ['panic', { crashed: 'panicked', stopped: 'crashed' }],
+] as const) {
+  test.serial(
+    `guest ${mode}: ${expected.crashed ? 'vm.crashed, then ' : ''}vm.stopped (${expected.stopped})`,
+    async (t) => {
+      const bus = new EventBus();
+      const { events, waitFor } = recorder(bus);
+      const sessionId = session(mode);
+      const host = await openHost({
+        uri: daemon.tcpUri,
+        sessionId,
+        bus,
+        stateDir: mkdtempSync(join(tmpdir(), 'dp-')),
+        poolPath: daemon.poolPath,
+      });
+      try {
+        const node = await host.createNode({
+          name: 'n1',
+          image: guest.baseImage,
+          ignition: '{}',
+          memoryMiB: 256,
+          vcpus: 1,
+          firmware: 'bios',
+          kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: `${guest.cmdline} devpivot.test=${mode}` },
+        } as Parameters<typeof host.createNode>[0]);
+        await node.start();
+        const stopped = await waitFor('vm.stopped', (e) => e.domain === node.domain, 120_000);
+        t.is(stopped.reason, expected.stopped);
+        const crashes = events.filter((e) => e.kind === 'vm.crashed') as Stamped<EventOf<'vm.crashed'>>[];
+        t.deepEqual(
+          crashes.map((e) => e.reason),
+          expected.crashed ? [expected.crashed] : [],
+        );
+        t.false(events.some((e) => e.kind === 'vm.reboot'));
+      } finally {
+        await host.destroyAll();
+        await host.close();
+      }
+      await nothingLeft(t, daemon.tcpUri, sessionId, `devpivot-${sessionId}-n1`);
+    },
+  );
+}
+
 test.serial('devpivot down --all removes devpivot domains and volumes, never a foreign domain', async (t) => {
   const conn = await Connection.open(daemon.tcpUri);
   const foreign = await conn.defineDomain(

@@ -88,6 +88,8 @@ export class LibvirtHost implements VmHost {
   readonly #nodes = new Map<string, LibvirtNode>();
   readonly #lastReboot = new Map<string, number>();
   readonly #shutdownCause = new Map<string, string>();
+  /** Domains that reported a CRASHED event: their following STOPPED(crashed) is not a second crash. */
+  readonly #crashReported = new Set<string>();
   #pool: Promise<{ pool: StoragePool; path: string }> | undefined;
   readonly #baseUploads = new Map<string, Promise<{ name: string; path: string }>>();
   #closed = false;
@@ -153,6 +155,7 @@ export class LibvirtHost implements VmHost {
     switch (event) {
       case LifecycleEvent.started:
         this.#shutdownCause.delete(domain);
+        this.#crashReported.delete(domain);
         this.emit({ kind: 'vm.started', ...base });
         break;
       case LifecycleEvent.shutdown:
@@ -166,11 +169,13 @@ export class LibvirtHost implements VmHost {
         const reason =
           detail === 0 ? (this.#shutdownCause.get(domain) ?? 'shutdown') : (STOP_REASONS[detail] ?? `detail ${detail}`);
         this.#shutdownCause.delete(domain);
-        if (detail === 2) this.emit({ kind: 'vm.crashed', ...base, reason: 'crashed' });
+        if (detail === 2 && !this.#crashReported.has(domain))
+          this.emit({ kind: 'vm.crashed', ...base, reason: 'crashed' });
         this.emit({ kind: 'vm.stopped', ...base, reason });
         break;
       }
       case LifecycleEvent.crashed:
+        this.#crashReported.add(domain);
         this.emit({ kind: 'vm.crashed', ...base, reason: CRASH_REASONS[detail] ?? `detail ${detail}` });
         break;
     }
