@@ -13,6 +13,11 @@ export interface NodeSpec {
   memoryMiB: number;
   vcpus: number;
   firmware: 'bios' | 'uefi';
+  /**
+   * Optional direct kernel boot (paths on the hypervisor host) instead of booting the disk through firmware.
+   * devpivot's own flows never set it: real images boot from their disk. The VM layer's tests use it.
+   */
+  kernel?: { path: string; initrd?: string; cmdline?: string };
 }
 
 export interface VmNode {

@@ -98,7 +98,7 @@ async function bootAndReboot(
       vcpus: 1,
       firmware: 'bios',
       kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: guest.cmdline },
-    } as Parameters<typeof host.createNode>[0]);
+    });
     const createMs = Date.now() - t0;
     t.is(node.domain, `devpivot-${sessionId}-n1`);
     await waitFor('vm.defined', (e) => e.node === 'n1', 1000);
@@ -236,7 +236,7 @@ test.serial('system daemon, UEFI (OVMF): boots, and its NVRAM file goes with the
       vcpus: 1,
       firmware: 'uefi',
       kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: guest.cmdline },
-    } as Parameters<typeof host.createNode>[0]);
+    });
     await node.start();
     await waitFor('vm.console', (e) => e.line.includes('EFI stub'), 60_000);
     await waitFor('vm.console', (e) => e.line === 'devpivot-test: init started', 60_000);
@@ -285,7 +285,7 @@ for (const [mode, expected] of [
           vcpus: 1,
           firmware: 'bios',
           kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: `${guest.cmdline} devpivot.test=${mode}` },
-        } as Parameters<typeof host.createNode>[0]);
+        });
         await node.start();
         const stopped = await waitFor('vm.stopped', (e) => e.domain === node.domain, 120_000);
         t.is(stopped.reason, expected.stopped);
@@ -392,7 +392,7 @@ test.serial(
         vcpus: 1,
         firmware: 'bios',
         kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: guest.cmdline },
-      } as Parameters<typeof host.createNode>[0]);
+      });
       await node.start();
       await waitFor('vm.console', (e) => e.line.startsWith('devpivot-test: tick'), 120_000);
       await daemon.stop();

@@ -40,11 +40,8 @@ export interface OpenHostOptions {
   domainType?: 'kvm' | 'qemu';
 }
 
-/** The NodeSpec the libvirt host accepts: the contract's fields plus direct kernel boot (used by VM tests). */
-export interface LibvirtNodeSpec extends NodeSpec {
-  /** Boot this kernel directly instead of through firmware (paths on the hypervisor host). */
-  kernel?: { path: string; initrd?: string; cmdline?: string };
-}
+/** Kept for callers of the earlier name: the contract's NodeSpec now has the optional `kernel` itself. */
+export type LibvirtNodeSpec = NodeSpec;
 
 const REBOOT_DEDUP_MS = 1000;
 const STOP_REASONS = ['shutdown', 'destroyed', 'crashed', 'migrated', 'saved', 'failed', 'restored from snapshot'];
@@ -245,8 +242,7 @@ export class LibvirtHost implements VmHost {
     return (await this.#conn.capabilities()).includes("<domain type='kvm'") ? 'kvm' : 'qemu';
   }
 
-  async createNode(input: NodeSpec, signal?: AbortSignal): Promise<LibvirtNode> {
-    const spec = input as LibvirtNodeSpec;
+  async createNode(spec: NodeSpec, signal?: AbortSignal): Promise<LibvirtNode> {
     if (this.#closed) throw new DevpivotError('VM_HOST_CLOSED', 'the libvirt connection is closed');
     if (!validName(spec.name))
       throw new DevpivotError('VM_BAD_NODE_NAME', `invalid node name '${spec.name}'`, {
