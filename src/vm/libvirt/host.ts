@@ -107,6 +107,8 @@ export class LibvirtHost implements VmHost {
     this.#stateDir = state;
     this.libVersion = libVersion;
     this.#options = options;
+    // Start the accelerator probe now (up to 5 s where /dev/kvm exists but hangs) so it overlaps other set-up.
+    if (!options.domainType && isLocalUri(this.uri)) this.#domainType().catch(() => {});
   }
 
   /** The current connection (replaced after a reconnect). */
