@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { EventBus } from '../core/bus.js';
 import { ExitCode, exitCodeOf, formatError, isDebug, UsageError } from '../core/errors.js';
+import { didYouMean } from '../core/suggest.js';
 import { type Command, type CommandContext, type OptionSpec, ParsedArgs } from './command.js';
-import { didYouMean } from './suggest.js';
 import { verbs } from './verbs.js';
 
 export interface MainIo {

@@ -1,6 +1,6 @@
 import { existsSync, statfsSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { probeAccel } from '../vm/accel.js';
+import { dirname, join } from 'node:path';
+import { probeAccelCached } from '../vm/accel.js';
 import { run } from './exec.js';
 
 /** One row of `devpivot doctor`. `required: false` rows inform but never fail the check. */
@@ -67,8 +67,9 @@ export const checkLibvirt: Check = async ({ uri }) => {
   return { name: 'libvirt', ok: false, detail: `${uri}: ${why}`, fix, required: true };
 };
 
-export const checkAccel: Check = async () => {
-  const probe = await probeAccel();
+export const checkAccel: Check = async ({ stateDir }) => {
+  // Always a fresh probe (doctor must tell the truth now); it refreshes the cache runs use.
+  const probe = await probeAccelCached(join(stateDir, 'accel.json'), { refresh: true });
   return {
     name: 'accel',
     ok: true,

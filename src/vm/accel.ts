@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, readdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 export interface AccelProbe {
   /** The libvirt domain type to use: 'kvm' when hardware virtualisation really works, else 'qemu' (TCG). */
@@ -91,4 +92,51 @@ function bootUntilBanner(qemu: string, kernel: string, timeoutMs: number): Promi
       finish(`qemu exited (${signal ?? code}) under KVM${last ? `: ${last.slice(0, 160)}` : ''}`);
     });
   });
+}
+
+interface CachedProbe extends AccelProbe {
+  key: string;
+  at: number;
+}
+
+/** What invalidates a cached probe: a different qemu binary or kernel, or /dev/kvm coming or going. */
+function probeKey(qemu: string, kernel: string | undefined): string {
+  const stamp = (path: string) => {
+    try {
+      const stats = statSync(path);
+      return `${stats.size}:${stats.mtimeMs}:${stats.rdev}`;
+    } catch {
+      return 'absent';
+    }
+  };
+  const qemuPath = qemu.includes('/') ? qemu : `/usr/bin/${qemu}`;
+  return [qemuPath, stamp(qemuPath), kernel ?? '', stamp('/dev/kvm')].join('|');
+}
+
+/**
+ * `probeAccel` with its answer kept for a day in `cacheFile`: on hosts where KVM hangs, every fresh probe costs
+ * its full timeout, which every run would otherwise pay before its first VM. `devpivot doctor` always probes
+ * afresh and refreshes the cache.
+ */
+export async function probeAccelCached(
+  cacheFile: string,
+  options: { qemu?: string; kernel?: string; maxAgeMs?: number; refresh?: boolean } = {},
+): Promise<AccelProbe> {
+  const qemu = options.qemu ?? 'qemu-system-x86_64';
+  const kernel = options.kernel ?? findProbeKernel();
+  const key = probeKey(qemu, kernel);
+  if (!options.refresh) {
+    try {
+      const cached = JSON.parse(readFileSync(cacheFile, 'utf8')) as CachedProbe;
+      if (cached.key === key && Date.now() - cached.at < (options.maxAgeMs ?? 86_400_000)) {
+        return { domainType: cached.domainType, detail: cached.detail };
+      }
+    } catch {}
+  }
+  const probe = await probeAccel({ qemu, ...(kernel ? { kernel } : {}) });
+  try {
+    mkdirSync(dirname(cacheFile), { recursive: true });
+    writeFileSync(cacheFile, `${JSON.stringify({ ...probe, key, at: Date.now() } satisfies CachedProbe)}\n`);
+  } catch {} // a read-only state directory only costs the next run another probe
+  return probe;
 }

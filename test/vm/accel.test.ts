@@ -1,8 +1,8 @@
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { findProbeKernel, probeAccel } from '../../src/vm/accel.js';
+import { findProbeKernel, probeAccel, probeAccelCached } from '../../src/vm/accel.js';
 
 function fakeQemu(script: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'devpivot-accel-'));
@@ -37,4 +37,23 @@ test('a qemu whose guest prints the kernel banner means KVM works', async (t) =>
   const probe = await probeAccel({ qemu: fakeQemu('echo "[0.0] Linux version 6.1"; sleep 60'), kernel: kernelOrSkip });
   if (probe.detail.includes('/dev/kvm')) return t.pass();
   t.deepEqual(probe, { domainType: 'kvm', detail: 'KVM' });
+});
+
+test('the cached probe answers without booting again until refreshed', async (t) => {
+  const cacheFile = join(mkdtempSync(join(tmpdir(), 'devpivot-accel-cache-')), 'accel.json');
+  const first = await probeAccelCached(cacheFile, {
+    qemu: fakeQemu('echo "Linux version 6.1"; sleep 60'),
+    kernel: kernelOrSkip,
+  });
+  if (first.detail.includes('/dev/kvm')) return t.pass();
+  t.is(first.domainType, 'kvm');
+  // Same qemu path with a different answer: the cache must still say kvm, a refresh must see the hang.
+  const qemu = fakeQemu('sleep 60');
+  const seeded = await probeAccelCached(cacheFile, { qemu, kernel: kernelOrSkip, refresh: true });
+  t.is(seeded.domainType, 'qemu');
+  const started = Date.now();
+  const cached = await probeAccelCached(cacheFile, { qemu, kernel: kernelOrSkip });
+  t.deepEqual(cached, seeded);
+  t.true(Date.now() - started < 2000, 'a cache hit does not wait for the 5 s hang again');
+  t.is(JSON.parse(readFileSync(cacheFile, 'utf8')).domainType, 'qemu');
 });

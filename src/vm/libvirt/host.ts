@@ -3,7 +3,7 @@ import type { EventBus } from '../../core/bus.js';
 import { DevpivotError } from '../../core/errors.js';
 import type { DevpivotEvent } from '../../core/events.js';
 import { libvirtUri, stateDir } from '../../core/paths.js';
-import { probeAccel } from '../accel.js';
+import { probeAccelCached } from '../accel.js';
 import {
   DEVPIVOT_XMLNS,
   type DevpivotMetadata,
@@ -237,7 +237,7 @@ export class LibvirtHost implements VmHost {
   async #domainType(): Promise<'kvm' | 'qemu'> {
     if (this.#options.domainType) return this.#options.domainType;
     if (isLocalUri(this.uri)) {
-      localAccel ??= probeAccel().then((probe) => probe.domainType);
+      localAccel ??= probeAccelCached(posix.join(this.#stateDir, 'accel.json')).then((probe) => probe.domainType);
       return localAccel;
     }
     // A remote hypervisor cannot be probed from here: trust its capabilities.

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { closest, editDistance } from '../../src/cli/suggest.js';
+import { closest, editDistance } from '../../src/core/suggest.js';
 
 test('edit distance', (t) => {
   t.is(editDistance('kitten', 'sitting'), 3);
