@@ -55,3 +55,8 @@ export class ParsedArgs {
     return this.values[name] === true;
   }
 }
+
+/** `--connect URI`, shared by every verb that talks to libvirt. */
+export function connectOption(defaultNote = 'LIBVIRT_DEFAULT_URI, else qemu:///system for root'): OptionSpec {
+  return { type: 'string', short: 'c', valueName: 'URI', description: `libvirt URI (default: ${defaultNote})` };
+}

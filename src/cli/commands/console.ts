@@ -4,7 +4,7 @@ import { Connection } from '../../vm/libvirt/connection.js';
 import { attachConsole } from '../../vm/libvirt/console-attach.js';
 import { assertValidSessionId } from '../../vm/sessions.js';
 import { resolveTarget } from '../../vm/targets.js';
-import type { Command } from '../command.js';
+import { type Command, connectOption } from '../command.js';
 
 export const command: Command = {
   name: 'console',
@@ -17,12 +17,7 @@ export const command: Command = {
   options: {
     session: { type: 'string', valueName: 'ID', description: 'Session of the node (default: the last one)' },
     force: { type: 'boolean', short: 'f', description: 'Take the console over from another reader' },
-    connect: {
-      type: 'string',
-      short: 'c',
-      valueName: 'URI',
-      description: 'libvirt URI (default: LIBVIRT_DEFAULT_URI, else the session’s, else qemu:///system for root)',
-    },
+    connect: connectOption('LIBVIRT_DEFAULT_URI, else the session’s, else qemu:///system for root'),
   },
   positionals: [1, 1],
   async run({ args, stderr, stdout, env, signal }) {

@@ -1,6 +1,6 @@
 import { libvirtUri, stateDir } from '../../core/paths.js';
 import { type CheckResult, runChecks } from '../../core/requirements.js';
-import type { Command } from '../command.js';
+import { type Command, connectOption } from '../command.js';
 
 export function renderTable(results: CheckResult[]): string {
   const width = Math.max(...results.map((result) => result.name.length));
@@ -23,12 +23,7 @@ export const command: Command = {
     'storage pool permissions) and say how to fix what is missing. Exit status 1 when a requirement is missing.',
   options: {
     json: { type: 'boolean', description: 'Print an array of {name, ok, detail, fix}' },
-    connect: {
-      type: 'string',
-      short: 'c',
-      valueName: 'URI',
-      description: 'libvirt URI (default: LIBVIRT_DEFAULT_URI, else qemu:///system for root)',
-    },
+    connect: connectOption(),
   },
   async run({ args, stdout, env }) {
     const results = await runChecks({ uri: libvirtUri(args.string('connect'), env), stateDir: stateDir(env) });

@@ -4,7 +4,7 @@ import { Connection } from '../../vm/libvirt/connection.js';
 import { cleanup } from '../../vm/libvirt/inventory.js';
 import { assertValidSessionId } from '../../vm/sessions.js';
 import { resolveTarget } from '../../vm/targets.js';
-import type { Command } from '../command.js';
+import { type Command, connectOption } from '../command.js';
 
 export const command: Command = {
   name: 'down',
@@ -20,12 +20,7 @@ export const command: Command = {
     session: { type: 'string', valueName: 'ID', description: 'This session (default: the last one)' },
     images: { type: 'boolean', description: 'With --all: also delete unused cached base images' },
     json: { type: 'boolean', description: 'Print {domains, volumes, errors} as JSON' },
-    connect: {
-      type: 'string',
-      short: 'c',
-      valueName: 'URI',
-      description: 'libvirt URI (default: LIBVIRT_DEFAULT_URI, else the session’s, else qemu:///system for root)',
-    },
+    connect: connectOption('LIBVIRT_DEFAULT_URI, else the session’s, else qemu:///system for root'),
   },
   async run({ args, stdout, stderr, env }) {
     const all = args.flag('all');

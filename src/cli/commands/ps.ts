@@ -2,7 +2,7 @@ import { stateDir } from '../../core/paths.js';
 import { Connection } from '../../vm/libvirt/connection.js';
 import { listDevpivotDomains } from '../../vm/libvirt/inventory.js';
 import { formatDuration, resolveTarget } from '../../vm/targets.js';
-import type { Command } from '../command.js';
+import { type Command, connectOption } from '../command.js';
 
 export const command: Command = {
   name: 'ps',
@@ -14,12 +14,7 @@ export const command: Command = {
   options: {
     session: { type: 'string', valueName: 'ID', description: 'Only this session' },
     json: { type: 'boolean', description: 'Print a JSON array' },
-    connect: {
-      type: 'string',
-      short: 'c',
-      valueName: 'URI',
-      description: 'libvirt URI (default: LIBVIRT_DEFAULT_URI, else the last session’s, else qemu:///system for root)',
-    },
+    connect: connectOption('LIBVIRT_DEFAULT_URI, else the last session’s, else qemu:///system for root'),
   },
   async run({ args, stdout, env }) {
     const target = await resolveTarget({ connect: args.string('connect'), env, stateDir: stateDir(env) });

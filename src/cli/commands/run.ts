@@ -8,7 +8,7 @@ import { createPlainReporter } from '../../report/plain.js';
 import type { Reporter } from '../../report/reporter.js';
 import { loadScenario } from '../../scenario/parse.js';
 import type { Scenario } from '../../scenario/types.js';
-import type { Command, CommandContext, OptionSpec } from '../command.js';
+import { type Command, type CommandContext, connectOption, type OptionSpec } from '../command.js';
 
 /** The scenario `devpivot up` runs without arguments. */
 export const DEFAULT_SCENARIO = fileURLToPath(new URL('../../../../scenarios/old-to-new.yaml', import.meta.url));
@@ -17,12 +17,7 @@ export const scenarioOptions: Record<string, OptionSpec> = {
   json: { type: 'boolean', description: 'Print every event as one JSON object per line (NDJSON)' },
   junit: { type: 'string', valueName: 'FILE', description: 'Write a JUnit XML report (a testcase per step and node)' },
   keep: { type: 'boolean', description: 'Leave the VMs running at the end (remove them with devpivot down)' },
-  connect: {
-    type: 'string',
-    short: 'c',
-    valueName: 'URI',
-    description: 'libvirt URI (default: LIBVIRT_DEFAULT_URI, else qemu:///system for root)',
-  },
+  connect: connectOption(),
   session: {
     type: 'string',
     valueName: 'ID',
