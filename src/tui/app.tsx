@@ -157,7 +157,7 @@ function ConsolePane({ node }: { node: NodeView }) {
       ) : (
         node.console.map((line, index) => (
           <Text key={index} wrap="truncate-end">
-            {line.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')}
+            {displayLine(line)}
           </Text>
         ))
       )}
@@ -204,6 +204,19 @@ function bar(sent: number, total: number): string {
 export function formatClock(ms: number): string {
   const seconds = Math.max(0, Math.floor(ms / 1000));
   return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, '0')}`;
+}
+
+/**
+ * A console line as the terminal will show it: tabs expanded (kernel messages contain them; Ink measures a tab
+ * as zero columns while the terminal moves to the next tab stop, so the line wraps, Ink's line count goes wrong
+ * and stale frames are left on screen), other control characters dropped.
+ */
+export function displayLine(line: string): string {
+  let out = '';
+  for (const char of line.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, '')) {
+    out += char === '\t' ? ' '.repeat(8 - (out.length % 8)) : char;
+  }
+  return out;
 }
 
 function truncate(text: string, width: number): string {

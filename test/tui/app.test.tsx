@@ -3,7 +3,7 @@ import { render } from 'ink-testing-library';
 import { EventBus } from '../../src/core/bus.js';
 import type { DevpivotEvent } from '../../src/core/events.js';
 import { parseScenario } from '../../src/scenario/parse.js';
-import { App } from '../../src/tui/app.js';
+import { App, displayLine } from '../../src/tui/app.js';
 
 const scenario = parseScenario('name: demo\nnodes:\n  node1: { pivot: fixture:2 }\n  node2: {}\n', '/tmp/demo.yaml');
 const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
@@ -110,4 +110,26 @@ test('a failed run ends with the summary: failed steps with their errors and eac
   t.regex(frame, /node1 +✗ failed/);
   t.notRegex(frame, /q quit/);
   view.unmount();
+});
+
+test('console lines are shown with tabs expanded to tab stops and control characters removed', (t) => {
+  // '[    0.18] rcu: ' is 16 columns: the tab moves to column 24.
+  t.is(displayLine('[    0.18] rcu: \tRCU restricting'), `[    0.18] rcu: ${' '.repeat(8)}RCU restricting`);
+  t.is(displayLine('\tx'), '        x');
+  t.is(displayLine('a\x07b\x1bc\rd'), 'abcd');
+});
+
+test('a kernel line with a tab does not leave stale frames: every frame has the same height', async (t) => {
+  const { view, emit } = await setup();
+  await emit({ kind: 'run.start', scenario: 'demo', nodes: ['node1', 'node2'] });
+  const before = view.lastFrame()!.split('\n').length;
+  await emit({
+    kind: 'vm.console',
+    node: 'node1',
+    line: `[    0.183104] \t${'Trampoline variant of Tasks RCU enabled. '.repeat(2)}`,
+  });
+  const frame = view.lastFrame()!;
+  t.false(frame.includes('\t'));
+  t.regex(frame, /\[ {4}0\.183104\] {2}Trampoline/); // 15 columns, then the tab stop at 16
+  t.is(frame.split('\n').length, before, 'the line takes the place of "(no output yet)" and does not wrap');
 });
