@@ -58,6 +58,11 @@ export class ConsoleWatch {
     } finally {
       domain.free();
     }
+    if (!this.#wanted) {
+      // detach() ran while the console was being opened: do not keep a stream nobody reads.
+      setImmediate(() => void stream.close());
+      return;
+    }
     this.#stream = stream;
     this.#warned = false;
     this.#stopReading = stream.readEvents(
@@ -69,7 +74,16 @@ export class ConsoleWatch {
   /** Keep trying to attach until it works or detach() is called (after a reconnect, or when taken over). */
   reattachSoon(delayMs = 2000): void {
     this.#wanted = true;
-    if (this.#retry || this.#stream) return;
+    this.#scheduleRetry(delayMs);
+  }
+
+  /**
+   * One retry in `delayMs`, re-armed on failure while the console is still wanted. detach() may run while a retry
+   * awaits libvirt: every step re-checks `#wanted`, so a detached watch never re-arms (a re-armed timer on a
+   * closed connection kept `devpivot run` alive after its run had ended).
+   */
+  #scheduleRetry(delayMs: number): void {
+    if (this.#retry || this.#stream || !this.#wanted) return;
     this.#retry = setTimeout(async () => {
       this.#retry = undefined;
       if (!this.#wanted || this.#stream) return;
@@ -77,16 +91,19 @@ export class ConsoleWatch {
         const conn = this.#o.connection();
         const domain = await conn.lookupDomain(this.#o.domain);
         const active = domain ? await domain.isActive().finally(() => domain.free()) : false;
-        if (!active) return;
+        if (!active || !this.#wanted) return;
         await this.attach();
       } catch (error) {
+        if (!this.#wanted) return;
         if (!this.#warned) {
           this.#warned = true;
           this.#o.onWarning(`console of ${this.#o.domain} unavailable (${(error as Error).message}); retrying`);
         }
-        this.reattachSoon(delayMs);
+        this.#scheduleRetry(delayMs);
       }
     }, delayMs);
+    // Retrying only matters while the connection is open, and the open connection keeps the process alive.
+    this.#retry.unref();
   }
 
   /** The domain stopped: its console stream is gone; forget it without re-attaching. */
@@ -116,7 +133,7 @@ export class ConsoleWatch {
   #ended(stream: Stream): void {
     if (this.#stream !== stream) return;
     this.#closeStream();
-    if (this.#wanted) this.reattachSoon();
+    this.#scheduleRetry(2000);
   }
 
   #closeStream(): void {

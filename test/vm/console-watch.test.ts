@@ -1,0 +1,59 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import type { Connection } from '../../src/vm/libvirt/connection.js';
+import { ConsoleWatch } from '../../src/vm/libvirt/console-watch.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// The retry logic alone, over a connection that fails like a closed one: a libvirt-free unit test.
+test('a console retry in flight when detach() runs never re-arms (the run would never exit)', async (t) => {
+  let lookups = 0;
+  const closed = {
+    lookupDomain: async () => {
+      lookups++;
+      await sleep(30); // detach() happens while this call is in flight
+      throw new Error('the libvirt connection is closed');
+    },
+  } as unknown as Connection;
+  const warnings: string[] = [];
+  const watch = new ConsoleWatch({
+    domain: 'devpivot-test-vm-none',
+    logPath: join(mkdtempSync(join(tmpdir(), 'devpivot-console-')), 'n.log'),
+    onLine: () => {},
+    onWarning: (message) => warnings.push(message),
+    connection: () => closed,
+  });
+  watch.reattachSoon(10);
+  await sleep(20); // the retry has started its lookup
+  t.is(lookups, 1);
+  watch.detach();
+  await sleep(150);
+  t.is(lookups, 1, 'no retry after detach');
+  t.deepEqual(warnings, [], 'a detached console does not warn');
+});
+
+test('while still wanted, a failing console retries and warns once', async (t) => {
+  let lookups = 0;
+  const failing = {
+    lookupDomain: async () => {
+      lookups++;
+      throw new Error('connection reset');
+    },
+  } as unknown as Connection;
+  const warnings: string[] = [];
+  const watch = new ConsoleWatch({
+    domain: 'devpivot-test-vm-none',
+    logPath: join(mkdtempSync(join(tmpdir(), 'devpivot-console-')), 'n.log'),
+    onLine: () => {},
+    onWarning: (message) => warnings.push(message),
+    connection: () => failing,
+  });
+  watch.reattachSoon(10);
+  await sleep(100);
+  watch.detach();
+  t.true(lookups >= 3, `retried ${lookups} times`);
+  t.is(warnings.length, 1);
+  t.regex(warnings[0]!, /console of devpivot-test-vm-none unavailable \(connection reset\); retrying/);
+});
