@@ -206,7 +206,13 @@ export class LibvirtHost implements VmHost {
       await new Promise((resolve) => setTimeout(resolve, delay));
       if (this.#closed) break;
       try {
-        this.#conn = await Connection.open(this.uri);
+        const conn = await Connection.open(this.uri);
+        if (this.#closed) {
+          // close() ran while we were reconnecting: a connection left open would hold the event loop forever.
+          await conn.close().catch(() => {});
+          break;
+        }
+        this.#conn = conn;
         await this.subscribe();
         this.emit({ kind: 'log', level: 'info', source: 'vm', message: `reconnected to ${this.uri}` });
         for (const node of this.#nodes.values()) node.console.reattachSoon(0);
