@@ -7,23 +7,26 @@ import { ConsoleWatch } from '../../src/vm/libvirt/console-watch.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// The retry logic alone, over a connection that fails like a closed one: a libvirt-free unit test.
-test('a console retry in flight when detach() runs never re-arms (the run would never exit)', async (t) => {
-  let lookups = 0;
-  const closed = {
-    lookupDomain: async () => {
-      lookups++;
-      await sleep(30); // detach() happens while this call is in flight
-      throw new Error('the libvirt connection is closed');
-    },
-  } as unknown as Connection;
+/** A console watch over a fake connection whose lookups fail; returns the warnings it gives. */
+function watchOver(lookupDomain: () => Promise<never>) {
   const warnings: string[] = [];
   const watch = new ConsoleWatch({
     domain: 'devpivot-test-vm-none',
     logPath: join(mkdtempSync(join(tmpdir(), 'devpivot-console-')), 'n.log'),
     onLine: () => {},
     onWarning: (message) => warnings.push(message),
-    connection: () => closed,
+    connection: () => ({ lookupDomain }) as unknown as Connection,
+  });
+  return { watch, warnings };
+}
+
+// The retry logic alone, over a connection that fails like a closed one: a libvirt-free unit test.
+test('a console retry in flight when detach() runs never re-arms (the run would never exit)', async (t) => {
+  let lookups = 0;
+  const { watch, warnings } = watchOver(async () => {
+    lookups++;
+    await sleep(30); // detach() happens while this call is in flight
+    throw new Error('the libvirt connection is closed');
   });
   watch.reattachSoon(10);
   await sleep(20); // the retry has started its lookup
@@ -36,19 +39,9 @@ test('a console retry in flight when detach() runs never re-arms (the run would 
 
 test('while still wanted, a failing console retries and warns once', async (t) => {
   let lookups = 0;
-  const failing = {
-    lookupDomain: async () => {
-      lookups++;
-      throw new Error('connection reset');
-    },
-  } as unknown as Connection;
-  const warnings: string[] = [];
-  const watch = new ConsoleWatch({
-    domain: 'devpivot-test-vm-none',
-    logPath: join(mkdtempSync(join(tmpdir(), 'devpivot-console-')), 'n.log'),
-    onLine: () => {},
-    onWarning: (message) => warnings.push(message),
-    connection: () => failing,
+  const { watch, warnings } = watchOver(async () => {
+    lookups++;
+    throw new Error('connection reset');
   });
   watch.reattachSoon(10);
   await sleep(100);
