@@ -1,15 +1,8 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DevpivotError } from '../core/errors.js';
 import { generateIgnition } from '../ignition/index.js';
 import { buildFixture } from '../images/fixture.js';
-import {
-  buildOscontainer,
-  copyImage,
-  OSTREE_COMMIT_LABEL,
-  pushOscontainer,
-  RegistryClient,
-} from '../oscontainer/index.js';
+import { buildAndPush, mirrorOscontainer, RegistryClient } from '../oscontainer/index.js';
 import { startRegistry } from '../registry/index.js';
 import { openHost } from '../vm/index.js';
 import type { Deps, PushedImage } from './deps.js';
@@ -39,40 +32,30 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
           return cached;
         }
       }
-      signal.throwIfAborted();
-      const image = await buildOscontainer({
+      const pushed = await buildAndPush({
         ...('repo' in source ? { repo: source.repo, commit: source.commit } : { fromDir: source.rootfs }),
         ...('rootfs' in source && source.version ? { version: source.version } : {}),
+        target: `${address}/${repository}:latest`,
         bus,
-        ref: `${address}/${repository}`,
+        signal,
       });
-      try {
-        signal.throwIfAborted();
-        const pushed = await pushOscontainer(image, `${address}/${repository}:latest`, { bus });
-        const result: PushedImage = { digest: pushed.digest, commit: image.commit, version: image.version };
-        if (key) await writeCache(buildCache, `${address}/${repository}|${key}`, result);
-        return result;
-      } finally {
-        await image.dispose();
-      }
+      const result: PushedImage = { digest: pushed.digest, commit: pushed.commit, version: pushed.version };
+      if (key) await writeCache(buildCache, `${address}/${repository}|${key}`, result);
+      return result;
     },
 
     async pullOscontainer({ ref, registry, repository, bus, signal }) {
-      const address = new URL(registry).host;
-      const copied = await copyImage(ref, `${address}/${repository}:latest`, { signal, bus, env });
-      const labels = await configLabels(address, repository, copied.digest);
-      const commit = labels[OSTREE_COMMIT_LABEL] ?? labels['ostree.commit'];
-      if (!commit)
-        throw new DevpivotError('NOT_AN_OSCONTAINER', `${ref} has no ${OSTREE_COMMIT_LABEL} label`, {
-          hint: 'pull an oscontainer (legacy format) or a bootable container image',
-          exitCode: 2,
-        });
-      bus.emit({ kind: 'image.pulled', ref, digest: copied.digest });
-      return {
-        digest: copied.digest,
-        commit,
-        version: labels.version ?? labels['org.opencontainers.image.version'] ?? '',
-      };
+      // copyImage (inside) emits image.pulled; the labels are read back from our registry.
+      const { digest, commit, version } = await mirrorOscontainer(
+        ref,
+        `${new URL(registry).host}/${repository}:latest`,
+        {
+          bus,
+          signal,
+          env,
+        },
+      );
+      return { digest, commit, version };
     },
 
     generateIgnition({ driver, image, spec, registry, kernelArgs, extra }) {
@@ -142,19 +125,4 @@ async function hasManifest(address: string, repository: string, digest: string):
   } catch {
     return false;
   }
-}
-
-/** The labels of an image's config, read back from our registry. */
-async function configLabels(address: string, repository: string, digest: string): Promise<Record<string, string>> {
-  const client = new RegistryClient(address);
-  const manifest = JSON.parse((await client.getManifest(repository, digest)).bytes.toString('utf8')) as {
-    config?: { digest?: string };
-  };
-  const configDigest = manifest.config?.digest;
-  if (!configDigest) return {};
-  const response = await client.request('GET', `/v2/${repository}/blobs/${configDigest}`, repository, {
-    scopes: [RegistryClient.pullScope(repository)],
-  });
-  const config = (await response.json()) as { config?: { Labels?: Record<string, string> } };
-  return config.config?.Labels ?? {};
 }

@@ -65,10 +65,12 @@ export async function mirrorOscontainer(
     config?: { Labels?: Record<string, string> };
   };
   const labels = config.config?.Labels ?? {};
-  const commit = labels[OSTREE_COMMIT_LABEL];
+  // Legacy oscontainers carry com.coreos.ostree-commit; ostree-native (bootable) images carry ostree.commit.
+  const commit = labels[OSTREE_COMMIT_LABEL] ?? labels['ostree.commit'];
   if (!commit) {
     throw new DevpivotError('NOT_AN_OSCONTAINER', `${source} has no ${OSTREE_COMMIT_LABEL} label`, {
-      hint: 'pivot targets must be oscontainers (devpivot build makes them)',
+      hint: 'pivot targets must be oscontainers (devpivot build makes them) or bootable container images',
+      exitCode: 2,
     });
   }
   return {
