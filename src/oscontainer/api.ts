@@ -4,12 +4,12 @@
  */
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
+import type { ImageManifest } from '../oci/manifest.js';
+import { parseReference } from '../oci/reference.js';
 import { type BuildOptions, buildOscontainer } from './build.js';
 import { copyImage } from './copy.js';
 import { OSTREE_COMMIT_LABEL } from './image.js';
-import type { ImageManifest } from './media-types.js';
 import { pushOscontainer } from './push.js';
-import { parseReference } from './reference.js';
 import { RegistryClient } from './registry-client.js';
 
 export interface PublishedImage {

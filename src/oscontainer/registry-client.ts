@@ -10,9 +10,10 @@ import { createWriteStream } from 'node:fs';
 import { open, truncate } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DevpivotError } from '../core/errors.js';
+import { digestOf } from '../oci/digest.js';
+import { IMAGE_MANIFEST_TYPES, INDEX_TYPES } from '../oci/media-types.js';
 import { type Credentials, findCredentials } from './auth.js';
-import { MANIFEST_ACCEPT } from './media-types.js';
-import { isLoopback } from './reference.js';
+import { baseUrlOf } from './transport/scheme.js';
 
 export interface RegistryClientOptions {
   /** Use plain HTTP (and accept any TLS certificate is NOT implied: only HTTP). Default: loopback only. */
@@ -60,7 +61,8 @@ export interface FetchedManifest {
   digest: string;
 }
 
-const hex = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
+/** What we send in Accept when fetching a manifest: every format we understand. */
+const MANIFEST_ACCEPT = [...IMAGE_MANIFEST_TYPES, ...INDEX_TYPES].join(', ');
 
 export class RegistryClient {
   readonly registry: string;
@@ -75,8 +77,7 @@ export class RegistryClient {
     this.registry = registry;
     this.#options = options;
     this.#credentials = options.credentials;
-    const host = registry === 'docker.io' ? 'registry-1.docker.io' : registry;
-    this.baseUrl = `${options.insecure || isLoopback(registry) ? 'http' : 'https'}://${host}`;
+    this.baseUrl = baseUrlOf(registry, options.insecure);
   }
 
   async #credentialsFor(repository: string): Promise<Credentials | null> {
@@ -201,7 +202,7 @@ export class RegistryClient {
       headers: { accept: MANIFEST_ACCEPT },
     });
     const bytes = Buffer.from(await response.arrayBuffer());
-    const digest = hex(bytes);
+    const digest = digestOf(bytes);
     if (reference.startsWith('sha256:') && digest !== reference) {
       throw new DevpivotError(
         'DIGEST_MISMATCH',
@@ -223,7 +224,7 @@ export class RegistryClient {
       scopes: [RegistryClient.pullScope(repository)],
     });
     const bytes = Buffer.from(await response.arrayBuffer());
-    if (hex(bytes) !== digest) {
+    if (digestOf(bytes) !== digest) {
       throw new DevpivotError('DIGEST_MISMATCH', `blob ${digest} from ${this.registry}/${repository} is corrupt`, {
         hint: 'the registry served different content than its manifest names',
       });
@@ -321,7 +322,7 @@ export class RegistryClient {
       body: bytes,
     });
     await response.body?.cancel();
-    const digest = hex(bytes);
+    const digest = digestOf(bytes);
     const answered = response.headers.get('docker-content-digest');
     if (answered && answered !== digest) {
       throw new DevpivotError('DIGEST_MISMATCH', `${this.registry} stored manifest as ${answered}, expected ${digest}`);

@@ -1,10 +1,12 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { EventBus } from '../core/bus.js';
+import { bareMediaType, isAnyManifestType, MediaType } from '../oci/media-types.js';
+import { isRepositoryName } from '../oci/names.js';
 import { type RegistryFaults, sendBlob } from './blob-stream.js';
 import { parseDigest } from './digest.js';
 import { blobUnknown, manifestUnknown, nameUnknown, RegistryError, unsupported } from './errors.js';
-import { bareMediaType, MANIFEST_TYPES, MAX_MANIFEST_BYTES, MediaType } from './manifest.js';
-import { compareLexical, isRepositoryName } from './names.js';
+import { MAX_MANIFEST_BYTES } from './manifest.js';
+import { compareLexical } from './names.js';
 import type { RegistryStore } from './store.js';
 
 export interface RegistryOptions {
@@ -116,7 +118,7 @@ function acceptable(acceptHeader: string | undefined, mediaType: string): boolea
   if (!acceptHeader) return true;
   const types = acceptHeader.split(',').map((part) => bareMediaType(part));
   if (types.includes('*/*') || types.includes(mediaType)) return true;
-  return !types.some((type) => MANIFEST_TYPES.includes(type));
+  return !types.some((type) => isAnyManifestType(type));
 }
 
 /**

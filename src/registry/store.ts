@@ -4,11 +4,13 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:f
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { hexOf, parseDigest, SHA256_RE, sha256 } from './digest.js';
+import type { Descriptor } from '../oci/descriptor.js';
+import { digestOf, digestOfHash, hexOf, isSha256Digest, sha256Hash } from '../oci/digest.js';
+import { isRepositoryName, isTag } from '../oci/names.js';
+import { parseDigest } from './digest.js';
 import { digestInvalid, manifestInvalid, manifestUnknown, RegistryError, uploadUnknown } from './errors.js';
 import { HashingFileWriter } from './file-writer.js';
-import { type Descriptor, parseManifest, referrerDescriptor } from './manifest.js';
-import { isRepositoryName, isTag } from './names.js';
+import { parseManifest, referrerDescriptor } from './manifest.js';
 
 /**
  * The registry's on-disk store: one content-addressed blob pool plus per-repository links (DESIGN §4).
@@ -123,7 +125,7 @@ export class RegistryStore {
   // ---- blobs ----
 
   async statBlob(digest: string): Promise<BlobInfo | undefined> {
-    if (!SHA256_RE.test(digest)) return undefined;
+    if (!isSha256Digest(digest)) return undefined;
     try {
       const info = await stat(this.blobPath(digest));
       return { digest, size: info.size };
@@ -151,11 +153,11 @@ export class RegistryStore {
     const handle = await open(temp, 'wx');
     let committed = false;
     try {
-      const writer = new HashingFileWriter(handle.fd, sha256(), undefined, this.fsync);
+      const writer = new HashingFileWriter(handle.fd, sha256Hash(), undefined, this.fsync);
       const readable = source instanceof Uint8Array ? Readable.from([source]) : source;
       await pipeline(readable, writer);
       await handle.close();
-      const digest = `sha256:${writer.hash.digest('hex')}`;
+      const digest = digestOfHash(writer.hash);
       if (expectedSize !== undefined && writer.bytes !== expectedSize)
         throw new RegistryError(400, 'SIZE_INVALID', `received ${writer.bytes} bytes, expected ${expectedSize}`);
       if (expectedDigest !== undefined && digest !== expectedDigest)
@@ -180,7 +182,7 @@ export class RegistryStore {
 
   /** Open a blob for reading: the caller streams from `fd` and closes `handle`. Undefined when absent. */
   async openBlob(digest: string): Promise<{ handle: fs.promises.FileHandle; size: number } | undefined> {
-    if (!SHA256_RE.test(digest)) return undefined;
+    if (!isSha256Digest(digest)) return undefined;
     try {
       const handle = await open(this.blobPath(digest), 'r');
       const info = await handle.stat();
@@ -235,7 +237,7 @@ export class RegistryStore {
 
   /** A blob is readable through a repository when linked as a layer/config or as one of its manifests. */
   async blobInRepo(repo: string, digest: string): Promise<BlobInfo | undefined> {
-    if (!SHA256_RE.test(digest)) return undefined;
+    if (!isSha256Digest(digest)) return undefined;
     const linked =
       (await exists(this.repoPath(repo, '_layers', 'sha256', hexOf(digest)))) ||
       (await exists(this.repoPath(repo, '_manifests', 'revisions', 'sha256', hexOf(digest))));
@@ -311,7 +313,7 @@ export class RegistryStore {
     if (byDigest) parseDigest(reference);
     else if (!isTag(reference)) throw manifestInvalid(`invalid tag '${reference}'`, { tag: reference });
     const parsed = parseManifest(bytes, mediaType);
-    const digest = `sha256:${sha256().update(bytes).digest('hex')}`;
+    const digest = digestOf(bytes);
     if (byDigest && digest !== reference)
       throw digestInvalid('manifest does not match the digest in the URL', { expected: reference, actual: digest });
     const missing: string[] = [];
@@ -421,7 +423,7 @@ export class RegistryStore {
     await mkdir(this.#uploadDir(id));
     await fs.promises.writeFile(join(this.#uploadDir(id), 'data'), '');
     await fs.promises.writeFile(join(this.#uploadDir(id), 'meta.json'), JSON.stringify({ repo, created: Date.now() }));
-    this.#uploads.set(id, { repo, hash: sha256(), hashed: 0, busy: false });
+    this.#uploads.set(id, { repo, hash: sha256Hash(), hashed: 0, busy: false });
     return id;
   }
 
@@ -476,7 +478,7 @@ export class RegistryStore {
       const handle = await open(join(this.#uploadDir(id), 'data'), 'a');
       // Keep hashing incrementally only when our hash covers everything written so far.
       const continuous = state.hash !== undefined && state.hashed === size;
-      const hash = continuous ? state.hash! : sha256();
+      const hash = continuous ? state.hash! : sha256Hash();
       const writer = new HashingFileWriter(handle.fd, hash, length, this.fsync);
       try {
         await pipeline(source, writer);
@@ -510,13 +512,13 @@ export class RegistryStore {
       const data = join(this.#uploadDir(id), 'data');
       const size = (await stat(data)).size;
       let actual: string;
-      if (state.hash && state.hashed === size) actual = `sha256:${state.hash.digest('hex')}`;
+      if (state.hash && state.hashed === size) actual = digestOfHash(state.hash);
       else {
-        const hash = sha256();
+        const hash = sha256Hash();
         await pipeline(fs.createReadStream(data, { highWaterMark: 1 << 20 }), async (chunks: AsyncIterable<Buffer>) => {
           for await (const chunk of chunks) hash.update(chunk);
         });
-        actual = `sha256:${hash.digest('hex')}`;
+        actual = digestOfHash(hash);
       }
       state.hash = undefined; // digest() finalised it
       if (actual !== digest) {
