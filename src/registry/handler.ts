@@ -137,8 +137,8 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
 
   async function blobGet(ctx: Ctx, name: string, ref: string): Promise<void> {
     const digest = parseDigest(ref);
-    if (!(await store.blobInRepo(name, digest))) throw blobUnknown(digest);
-    const opened = await store.openBlob(digest);
+    if (!(await store.repositories.blobInRepo(name, digest))) throw blobUnknown(digest);
+    const opened = await store.blobs.open(digest);
     if (!opened) throw blobUnknown(digest);
     const { handle, size } = opened;
     try {
@@ -173,7 +173,7 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
         ctx.res.end();
         return;
       }
-      const corrupt = faults.corruptBlobs === true && (await store.isLayer(name, digest));
+      const corrupt = faults.corruptBlobs === true && (await store.repositories.isLayer(name, digest));
       ctx.bytes = await sendBlob(handle, start, length, ctx.res, {
         faults,
         corrupt,
@@ -189,7 +189,7 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
 
   async function blobDelete(ctx: Ctx, name: string, ref: string): Promise<void> {
     const digest = parseDigest(ref);
-    if (!(await store.unlinkBlob(name, digest))) throw blobUnknown(digest);
+    if (!(await store.repositories.unlinkBlob(name, digest))) throw blobUnknown(digest);
     send(ctx, 202, {});
   }
 
@@ -200,9 +200,11 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
       const from = ctx.query.get('from');
       // Spec: `from` MAY be treated as optional; without it we mount any blob the store holds.
       const source =
-        from !== null && isRepositoryName(from) ? await store.blobInRepo(from, digest) : await store.statBlob(digest);
+        from !== null && isRepositoryName(from)
+          ? await store.repositories.blobInRepo(from, digest)
+          : await store.blobs.stat(digest);
       if (source) {
-        await store.linkBlob(name, digest);
+        await store.repositories.linkBlob(name, digest);
         send(ctx, 201, { Location: `/v2/${name}/blobs/${digest}`, 'Docker-Content-Digest': digest });
         return;
       }
@@ -210,12 +212,12 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
     const digestParam = ctx.query.get('digest');
     if (digestParam !== null) {
       const digest = parseDigest(digestParam);
-      const info = await store.putBlob(ctx.req, digest, contentLength(ctx.req));
-      await store.linkBlob(name, info.digest);
+      const info = await store.blobs.put(ctx.req, digest, contentLength(ctx.req));
+      await store.repositories.linkBlob(name, info.digest);
       send(ctx, 201, { Location: `/v2/${name}/blobs/${info.digest}`, 'Docker-Content-Digest': info.digest });
       return;
     }
-    const id = await store.createUpload(name);
+    const id = await store.uploads.create(name);
     send(ctx, 202, uploadHeaders(name, id, 0));
   }
 
@@ -234,7 +236,7 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
 
   async function uploadPatch(ctx: Ctx, name: string, id: string): Promise<void> {
     const range = chunkRange(ctx);
-    const size = await store.appendUpload(name, id, ctx.req, range?.start, range?.length ?? contentLength(ctx.req));
+    const size = await store.uploads.append(name, id, ctx.req, range?.start, range?.length ?? contentLength(ctx.req));
     send(ctx, 202, uploadHeaders(name, id, size));
   }
 
@@ -242,26 +244,26 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
     const digestParam = ctx.query.get('digest');
     const digest = parseDigest(digestParam);
     const range = chunkRange(ctx);
-    if (range) await store.appendUpload(name, id, ctx.req, range.start, range.length);
+    if (range) await store.uploads.append(name, id, ctx.req, range.start, range.length);
     const length = contentLength(ctx.req);
     const hasBody = !range && (length === undefined ? ctx.req.headers['transfer-encoding'] !== undefined : length > 0);
-    const info = await store.completeUpload(name, id, digest, hasBody ? ctx.req : undefined, length);
+    const info = await store.uploads.complete(name, id, digest, hasBody ? ctx.req : undefined, length);
     send(ctx, 201, { Location: `/v2/${name}/blobs/${info.digest}`, 'Docker-Content-Digest': info.digest });
   }
 
   async function uploadStatus(ctx: Ctx, name: string, id: string): Promise<void> {
-    send(ctx, 204, uploadHeaders(name, id, await store.uploadSize(name, id)));
+    send(ctx, 204, uploadHeaders(name, id, await store.uploads.size(name, id)));
   }
 
   async function uploadCancel(ctx: Ctx, name: string, id: string): Promise<void> {
-    await store.cancelUpload(name, id);
+    await store.uploads.cancel(name, id);
     send(ctx, 204, {});
   }
 
   async function manifestGet(ctx: Ctx, name: string, ref: string): Promise<void> {
     if (ref.includes(':')) parseDigest(ref);
-    const manifest = await store.getManifest(name, ref);
-    if (!manifest) throw (await store.hasRepository(name)) ? manifestUnknown(ref) : nameUnknown(name);
+    const manifest = await store.repositories.getManifest(name, ref);
+    if (!manifest) throw (await store.repositories.hasRepository(name)) ? manifestUnknown(ref) : nameUnknown(name);
     if (!acceptable(ctx.req.headers.accept, manifest.mediaType))
       throw new RegistryError(404, 'MANIFEST_UNKNOWN', `manifest is a ${manifest.mediaType}, not an accepted type`, {
         mediaType: manifest.mediaType,
@@ -276,7 +278,7 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
 
   async function manifestPut(ctx: Ctx, name: string, ref: string): Promise<void> {
     const body = await readBody(ctx.req, MAX_MANIFEST_BYTES);
-    const result = await store.putManifest(name, ref, body, ctx.req.headers['content-type']);
+    const result = await store.repositories.putManifest(name, ref, body, ctx.req.headers['content-type']);
     const headers: Record<string, string> = {
       Location: `/v2/${name}/manifests/${result.digest}`,
       'Docker-Content-Digest': result.digest,
@@ -286,20 +288,20 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
   }
 
   async function manifestDelete(ctx: Ctx, name: string, ref: string): Promise<void> {
-    if (!(await store.hasRepository(name))) throw nameUnknown(name);
-    await store.deleteManifest(name, ref);
+    if (!(await store.repositories.hasRepository(name))) throw nameUnknown(name);
+    await store.repositories.deleteManifest(name, ref);
     send(ctx, 202, {});
   }
 
   async function tagsList(ctx: Ctx, name: string): Promise<void> {
-    if (!(await store.hasRepository(name))) throw nameUnknown(name);
-    const { page, headers } = paginate(ctx, await store.listTags(name), `/v2/${name}/tags/list`);
+    if (!(await store.repositories.hasRepository(name))) throw nameUnknown(name);
+    const { page, headers } = paginate(ctx, await store.repositories.listTags(name), `/v2/${name}/tags/list`);
     sendJson(ctx, 200, { name, tags: page }, headers);
   }
 
   async function referrers(ctx: Ctx, name: string, ref: string): Promise<void> {
     const digest = parseDigest(ref);
-    let list = await store.referrers(name, digest);
+    let list = await store.repositories.referrers.list(name, digest);
     const headers: Record<string, string> = { 'Content-Type': MediaType.ociIndex };
     const artifactType = ctx.query.get('artifactType');
     if (artifactType !== null) {
@@ -347,7 +349,7 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
     }
     if (path === '/v2/_catalog') {
       if (ctx.req.method !== 'GET') throw unsupported('only GET on /v2/_catalog');
-      const { page, headers } = paginate(ctx, await store.listRepositories(), '/v2/_catalog');
+      const { page, headers } = paginate(ctx, await store.repositories.listRepositories(), '/v2/_catalog');
       return sendJson(ctx, 200, { repositories: page }, headers);
     }
     for (const route of routes) {
