@@ -3,7 +3,6 @@
 export { MediaType } from '../oci/media-types.js';
 export { byDigest, formatReference, type ImageReference, parseReference } from '../oci/reference.js';
 export { type BuildAndPushOptions, buildAndPush, mirrorOscontainer, type PublishedImage } from './api.js';
-export { type Credentials, findCredentials } from './auth.js';
 export { type BuildOptions, buildOscontainer, type OscontainerImage, writeRepoLayer } from './build.js';
 export { type CopyOptions, type CopyResult, copyImage } from './copy.js';
 export { FIXED_CREATED, imageConfig, imageManifest, OSTREE_COMMIT_LABEL } from './image.js';
@@ -11,4 +10,5 @@ export { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
 export { type GzipOptions, parallelGzip } from './parallel-gzip.js';
 export { type LocalImageStore, type PushOptions, type PushResult, pushOscontainer, pushToStore } from './push.js';
 export { RegistryClient, type RegistryClientOptions } from './registry-client.js';
+export { type Credentials, findCredentials } from './transport/credentials.js';
 export { isLoopback } from './transport/scheme.js';

@@ -6,9 +6,10 @@ import { gunzipSync } from 'node:zlib';
 import test from 'ava';
 import { execa } from 'execa';
 import { parseReference } from '../../src/oci/reference.js';
-import { findCredentials } from '../../src/oscontainer/auth.js';
+import { rechunk } from '../../src/oscontainer/operations/upload.js';
 import { parallelGzip } from '../../src/oscontainer/parallel-gzip.js';
-import { parseChallenge, rechunk } from '../../src/oscontainer/registry-client.js';
+import { parseChallenge } from '../../src/oscontainer/transport/challenge.js';
+import { findCredentials } from '../../src/oscontainer/transport/credentials.js';
 import { isLoopback } from '../../src/oscontainer/transport/scheme.js';
 
 test('parseReference: host:port, tags, digests and Docker Hub defaults', (t) => {
