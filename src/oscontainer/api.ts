@@ -44,7 +44,10 @@ export async function buildAndPush(options: BuildAndPushOptions): Promise<Publis
   }
 }
 
-/** Mirror `source` to `target` (a registry reference) and read its oscontainer labels there. */
+/**
+ * Mirror `source` to `target` (a registry reference) and read its oscontainer labels there. Emits copyImage's
+ * one `image.pulled` (and nothing more of that kind): callers must not emit their own.
+ */
 export async function mirrorOscontainer(
   source: string,
   target: string,

@@ -1,7 +1,8 @@
 /**
- * Build the legacy oscontainer (DESIGN §3) from an ostree commit: export the commit alone into a fresh archive
- * repo, stream it as the `/srv/repo` layer (deterministic tar → parallel gzip, sha256 of both while streaming),
- * then the image config and manifest. Everything lands in a work directory, ready to push.
+ * Build the legacy oscontainer (docs/PROTOCOLS.md "legacy (openshift/pivot)") from an ostree commit: export the
+ * commit alone into a fresh archive repo, stream it as the `/srv/repo` layer (deterministic tar → parallel gzip,
+ * sha256 of both while streaming), then the image config and manifest. Everything lands in a work directory,
+ * ready to push.
  */
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';

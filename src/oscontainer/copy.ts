@@ -131,7 +131,14 @@ function pickPlatform(index: ImageIndex, source: string): Descriptor {
   return match;
 }
 
-/** Copy `source` (a registry reference) to `destination` (a registry reference or `oci:DIR[:TAG]`). */
+/**
+ * Copy `source` (a registry reference) to `destination` (a registry reference or `oci:DIR[:TAG]`).
+ *
+ * Events (docs/ARCHITECTURE.md "Events and their contracts"; this is the only emitter of `image.pulled`):
+ * exactly one `image.pulled` per call, once the destination holds the top manifest (for an index copied with
+ * `all`, the index: its children emit nothing); none when the copy fails. `image.progress` reports blobs as they
+ * are downloaded and uploaded.
+ */
 export async function copyImage(source: string, destination: string, options: CopyOptions = {}): Promise<CopyResult> {
   const src = parseReference(source);
   const srcClient = new RegistryClient(src.registry, {

@@ -1,6 +1,7 @@
 /**
- * The legacy oscontainer's image config and manifest (DESIGN §3): labels `com.coreos.ostree-commit` and
- * `version`, entrypoint `/noentry`, one layer. Built from fixed values only, so they are reproducible.
+ * The legacy oscontainer's image config and manifest (docs/PROTOCOLS.md "legacy (openshift/pivot)"): labels
+ * `com.coreos.ostree-commit` and `version`, entrypoint `/noentry`, one layer. Built from fixed values only, so
+ * they are reproducible.
  */
 import type { Descriptor } from '../oci/descriptor.js';
 import { digestOf } from '../oci/digest.js';

@@ -26,12 +26,13 @@ export function parseRange(
 /**
  * `GET`/`HEAD /v2/<name>/blobs/<digest>` (spec "Pulling blobs"), with single ranges and the faults applied.
  *
- * Contract of `blob.progress` (this is its only emitter): each GET response with a body emits a series for its
- * blob and client, `{repository, digest, sent, total, client}` with `total` the bytes of this response (the
- * range's length for a 206). `sent` strictly increases within the series, at most every PROGRESS_INTERVAL_MS,
- * and exactly one event has `sent === total`: the last, sent with the last byte. A response the client cuts
- * short ends without it; HEAD and empty blobs emit nothing. A client that downloads the blob again (or
- * resumes with Range) gets a new series, so consumers need no de-duplication.
+ * Contract of `blob.progress` (docs/ARCHITECTURE.md "Events and their contracts"; this is its only emitter):
+ * each GET response with a body emits a series for its blob and client, `{repository, digest, sent, total,
+ * client}` with `total` the bytes of this response (the range's length for a 206). `sent` strictly increases
+ * within the series, at most every PROGRESS_INTERVAL_MS, and exactly one event has `sent === total`: the last,
+ * sent with the last byte. A response the client cuts short ends without it; HEAD and empty blobs emit
+ * nothing. A client that downloads the blob again (or resumes with Range) gets a new series, so consumers
+ * need no de-duplication.
  */
 export async function getBlob(ctx: RequestContext, name: string, ref: string): Promise<void> {
   const digest = parseDigest(ref);
