@@ -10,7 +10,7 @@ export interface RegistryOptions {
   store: RegistryStore;
   /**
    * Receives one `registry.request` per response (when it closes) and `blob.progress` while blobs are served
-   * (its contract: handlers/blobs.ts `getBlob`).
+   * (its contract: handlers/blobs.ts `handleBlobGet`).
    */
   bus?: EventBus;
   /** Initial faults; the returned listener's `faults` object is the live one. */

@@ -5,14 +5,20 @@
  */
 import { isRepositoryName } from '../oci/names.js';
 import { RegistryError, unsupported } from './errors.js';
-import { apiVersionCheck } from './handlers/base.js';
-import { deleteBlob, getBlob } from './handlers/blobs.js';
-import { listCatalog } from './handlers/catalog.js';
+import { handleApiVersion } from './handlers/base.js';
+import { handleBlobDelete, handleBlobGet } from './handlers/blobs.js';
+import { handleCatalog } from './handlers/catalog.js';
 import type { Handler, RequestContext } from './handlers/context.js';
-import { deleteManifest, getManifest, putManifest } from './handlers/manifests.js';
-import { listReferrers } from './handlers/referrers.js';
-import { listTags } from './handlers/tags.js';
-import { appendChunk, cancelUpload, completeUpload, startUpload, uploadStatus } from './handlers/uploads.js';
+import { handleManifestDelete, handleManifestGet, handleManifestPut } from './handlers/manifests.js';
+import { handleReferrersList } from './handlers/referrers.js';
+import { handleTagsList } from './handlers/tags.js';
+import {
+  handleUploadCancel,
+  handleUploadPatch,
+  handleUploadPut,
+  handleUploadStart,
+  handleUploadStatus,
+} from './handlers/uploads.js';
 
 interface Route {
   /** The raw repository name and reference the path names, or undefined when this route does not apply. */
@@ -42,34 +48,38 @@ const ROUTES: Route[] = [
   {
     match: exactly('/v2', '/v2/'),
     repository: false,
-    methods: { GET: apiVersionCheck, HEAD: apiVersionCheck },
+    methods: { GET: handleApiVersion, HEAD: handleApiVersion },
     refusal: 'only GET and HEAD on /v2/',
   },
   {
     match: exactly('/v2/_catalog'),
     repository: false,
-    methods: { GET: listCatalog },
+    methods: { GET: handleCatalog },
     headAsGet: false,
     refusal: 'only GET on /v2/_catalog',
   },
-  { match: underRepository(/^\/v2\/(.+)\/blobs\/uploads\/?$/), repository: true, methods: { POST: startUpload } },
+  { match: underRepository(/^\/v2\/(.+)\/blobs\/uploads\/?$/), repository: true, methods: { POST: handleUploadStart } },
   {
     match: underRepository(/^\/v2\/(.+)\/blobs\/uploads\/([^/]+)$/),
     repository: true,
-    methods: { PATCH: appendChunk, PUT: completeUpload, GET: uploadStatus, DELETE: cancelUpload },
+    methods: { PATCH: handleUploadPatch, PUT: handleUploadPut, GET: handleUploadStatus, DELETE: handleUploadCancel },
   },
   {
     match: underRepository(/^\/v2\/(.+)\/blobs\/([^/]+)$/),
     repository: true,
-    methods: { GET: getBlob, DELETE: deleteBlob },
+    methods: { GET: handleBlobGet, DELETE: handleBlobDelete },
   },
   {
     match: underRepository(/^\/v2\/(.+)\/manifests\/([^/]+)$/),
     repository: true,
-    methods: { GET: getManifest, PUT: putManifest, DELETE: deleteManifest },
+    methods: { GET: handleManifestGet, PUT: handleManifestPut, DELETE: handleManifestDelete },
   },
-  { match: underRepository(/^\/v2\/(.+)\/tags\/list$/), repository: true, methods: { GET: listTags } },
-  { match: underRepository(/^\/v2\/(.+)\/referrers\/([^/]+)$/), repository: true, methods: { GET: listReferrers } },
+  { match: underRepository(/^\/v2\/(.+)\/tags\/list$/), repository: true, methods: { GET: handleTagsList } },
+  {
+    match: underRepository(/^\/v2\/(.+)\/referrers\/([^/]+)$/),
+    repository: true,
+    methods: { GET: handleReferrersList },
+  },
 ];
 
 /** Find the route and handler for the request and run it; every failure is a RegistryError (or a crash). */

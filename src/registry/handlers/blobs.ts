@@ -4,7 +4,7 @@ import { blobUnknown, RegistryError } from '../errors.js';
 import { type RequestContext, send } from './context.js';
 
 /** Parse a single `Range: bytes=a-b` (RFC 9110 §14.1.2). Multi-range and malformed headers are ignored (200). */
-export function parseRange(
+function parseRange(
   header: string | undefined,
   size: number,
 ): { start: number; end: number } | 'unsatisfiable' | undefined {
@@ -34,7 +34,7 @@ export function parseRange(
  * nothing. A client that downloads the blob again (or resumes with Range) gets a new series, so consumers
  * need no de-duplication.
  */
-export async function getBlob(ctx: RequestContext, name: string, ref: string): Promise<void> {
+export async function handleBlobGet(ctx: RequestContext, name: string, ref: string): Promise<void> {
   const digest = parseDigest(ref);
   if (!(await ctx.repositories.blobInRepo(name, digest))) throw blobUnknown(digest);
   const opened = await ctx.blobs.open(digest);
@@ -85,7 +85,7 @@ export async function getBlob(ctx: RequestContext, name: string, ref: string): P
 }
 
 /** `DELETE /v2/<name>/blobs/<digest>`: unlinks the blob from the repository (the content stays until gc). */
-export async function deleteBlob(ctx: RequestContext, name: string, ref: string): Promise<void> {
+export async function handleBlobDelete(ctx: RequestContext, name: string, ref: string): Promise<void> {
   const digest = parseDigest(ref);
   if (!(await ctx.repositories.unlinkBlob(name, digest))) throw blobUnknown(digest);
   send(ctx, 202, {});

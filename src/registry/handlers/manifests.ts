@@ -13,7 +13,7 @@ function acceptable(acceptHeader: string | undefined, mediaType: string): boolea
 }
 
 /** `GET`/`HEAD /v2/<name>/manifests/<tag or digest>`: the bytes as pushed, with their media type and digest. */
-export async function getManifest(ctx: RequestContext, name: string, ref: string): Promise<void> {
+export async function handleManifestGet(ctx: RequestContext, name: string, ref: string): Promise<void> {
   if (ref.includes(':')) parseDigest(ref);
   const manifest = await ctx.repositories.getManifest(name, ref);
   if (!manifest) throw (await ctx.repositories.hasRepository(name)) ? manifestUnknown(ref) : nameUnknown(name);
@@ -30,7 +30,7 @@ export async function getManifest(ctx: RequestContext, name: string, ref: string
 }
 
 /** `PUT /v2/<name>/manifests/<tag or digest>` (spec "Pushing Manifests"), answering `OCI-Subject` for referrers. */
-export async function putManifest(ctx: RequestContext, name: string, ref: string): Promise<void> {
+export async function handleManifestPut(ctx: RequestContext, name: string, ref: string): Promise<void> {
   const body = await readBody(ctx.req, MAX_MANIFEST_BYTES);
   const result = await ctx.repositories.putManifest(name, ref, body, ctx.req.headers['content-type']);
   const headers: Record<string, string> = {
@@ -42,7 +42,7 @@ export async function putManifest(ctx: RequestContext, name: string, ref: string
 }
 
 /** `DELETE /v2/<name>/manifests/<tag or digest>`: a tag alone, or the manifest with its tags and referrer entry. */
-export async function deleteManifest(ctx: RequestContext, name: string, ref: string): Promise<void> {
+export async function handleManifestDelete(ctx: RequestContext, name: string, ref: string): Promise<void> {
   if (!(await ctx.repositories.hasRepository(name))) throw nameUnknown(name);
   await ctx.repositories.deleteManifest(name, ref);
   send(ctx, 202, {});

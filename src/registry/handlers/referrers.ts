@@ -6,7 +6,7 @@ import { type RequestContext, send } from './context.js';
  * `GET /v2/<name>/referrers/<digest>` (spec "Listing Referrers"): an image index of the manifests whose subject
  * is the digest, filtered by `artifactType` when asked (and then saying so in `OCI-Filters-Applied`).
  */
-export async function listReferrers(ctx: RequestContext, name: string, ref: string): Promise<void> {
+export async function handleReferrersList(ctx: RequestContext, name: string, ref: string): Promise<void> {
   const digest = parseDigest(ref);
   let list = await ctx.repositories.referrers.list(name, digest);
   const headers: Record<string, string> = { 'Content-Type': MediaType.ociIndex };

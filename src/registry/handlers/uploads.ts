@@ -30,7 +30,7 @@ function chunkRange(ctx: RequestContext): { start: number; length: number | unde
  * `POST /v2/<name>/blobs/uploads/`: a cross-repository mount (`mount`, `from`), a monolithic upload (`digest`,
  * body verified while streaming), or a new session (202 with its Location).
  */
-export async function startUpload(ctx: RequestContext, name: string): Promise<void> {
+export async function handleUploadStart(ctx: RequestContext, name: string): Promise<void> {
   const mount = ctx.query.get('mount');
   if (mount !== null) {
     const digest = parseDigest(mount);
@@ -57,14 +57,14 @@ export async function startUpload(ctx: RequestContext, name: string): Promise<vo
 }
 
 /** `PATCH /v2/<name>/blobs/uploads/<id>`: append a chunk (in order, when Content-Range says where). */
-export async function appendChunk(ctx: RequestContext, name: string, id: string): Promise<void> {
+export async function handleUploadPatch(ctx: RequestContext, name: string, id: string): Promise<void> {
   const range = chunkRange(ctx);
   const size = await ctx.uploads.append(name, id, ctx.req, range?.start, range?.length ?? contentLength(ctx.req));
   send(ctx, 202, sessionHeaders(name, id, size));
 }
 
 /** `PUT /v2/<name>/blobs/uploads/<id>?digest=`: the last chunk (optional), then verify and publish the blob. */
-export async function completeUpload(ctx: RequestContext, name: string, id: string): Promise<void> {
+export async function handleUploadPut(ctx: RequestContext, name: string, id: string): Promise<void> {
   const digest = parseDigest(ctx.query.get('digest'));
   const range = chunkRange(ctx);
   if (range) await ctx.uploads.append(name, id, ctx.req, range.start, range.length);
@@ -75,12 +75,12 @@ export async function completeUpload(ctx: RequestContext, name: string, id: stri
 }
 
 /** `GET /v2/<name>/blobs/uploads/<id>`: how much the session holds (spec "resuming"). */
-export async function uploadStatus(ctx: RequestContext, name: string, id: string): Promise<void> {
+export async function handleUploadStatus(ctx: RequestContext, name: string, id: string): Promise<void> {
   send(ctx, 204, sessionHeaders(name, id, await ctx.uploads.size(name, id)));
 }
 
 /** `DELETE /v2/<name>/blobs/uploads/<id>`: drop the session and its data. */
-export async function cancelUpload(ctx: RequestContext, name: string, id: string): Promise<void> {
+export async function handleUploadCancel(ctx: RequestContext, name: string, id: string): Promise<void> {
   await ctx.uploads.cancel(name, id);
   send(ctx, 204, {});
 }
