@@ -4,12 +4,12 @@
  */
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
+import type { ImageManifest } from '../oci/manifest.js';
+import { parseReference } from '../oci/reference.js';
 import { type BuildOptions, buildOscontainer } from './build.js';
 import { copyImage } from './copy.js';
 import { OSTREE_COMMIT_LABEL } from './image.js';
-import type { ImageManifest } from './media-types.js';
 import { pushOscontainer } from './push.js';
-import { parseReference } from './reference.js';
 import { RegistryClient } from './registry-client.js';
 
 export interface PublishedImage {
@@ -44,7 +44,10 @@ export async function buildAndPush(options: BuildAndPushOptions): Promise<Publis
   }
 }
 
-/** Mirror `source` to `target` (a registry reference) and read its oscontainer labels there. */
+/**
+ * Mirror `source` to `target` (a registry reference) and read its oscontainer labels there. Emits copyImage's
+ * one `image.pulled` (and nothing more of that kind): callers must not emit their own.
+ */
 export async function mirrorOscontainer(
   source: string,
   target: string,

@@ -1,9 +1,9 @@
 /**
- * Build the legacy oscontainer (DESIGN §3) from an ostree commit: export the commit alone into a fresh archive
- * repo, stream it as the `/srv/repo` layer (deterministic tar → parallel gzip, sha256 of both while streaming),
- * then the image config and manifest. Everything lands in a work directory, ready to push.
+ * Build the legacy oscontainer (docs/PROTOCOLS.md "legacy (openshift/pivot)") from an ostree commit: export the
+ * commit alone into a fresh archive repo, stream it as the `/srv/repo` layer (deterministic tar → parallel gzip,
+ * sha256 of both while streaming), then the image config and manifest. Everything lands in a work directory,
+ * ready to push.
  */
-import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
-import { type BuiltManifest, encodeJson, imageConfig, imageManifest, type LayerInfo, sha256 } from './image.js';
+import { digestOf, digestOfHash, sha256Hash } from '../oci/digest.js';
+import { type BuiltManifest, encodeJson, imageConfig, imageManifest, type LayerInfo } from './image.js';
 import { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
 import { type GzipOptions, parallelGzip } from './parallel-gzip.js';
 import { planTar, tarDirectory } from './tar-layer.js';
@@ -61,8 +62,8 @@ export interface LayerOptions {
 
 /** Write `repoDir` as the `srv/repo` layer to `outPath`; returns its digests and size. */
 export async function writeRepoLayer(repoDir: string, outPath: string, options: LayerOptions = {}): Promise<LayerInfo> {
-  const diffHash = createHash('sha256');
-  const blobHash = createHash('sha256');
+  const diffHash = sha256Hash();
+  const blobHash = sha256Hash();
   let uncompressed = 0;
   let size = 0;
   const tarOptions = { prefix: 'srv/repo', exclude: (path: string) => path === '.lock' };
@@ -86,7 +87,7 @@ export async function writeRepoLayer(repoDir: string, outPath: string, options: 
     out.end();
     await once(out, 'close');
   }
-  return { digest: `sha256:${blobHash.digest('hex')}`, diffId: `sha256:${diffHash.digest('hex')}`, size };
+  return { digest: digestOfHash(blobHash), diffId: digestOfHash(diffHash), size };
 }
 
 export async function buildOscontainer(options: BuildOptions): Promise<OscontainerImage> {
@@ -156,7 +157,7 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
       version,
       digest: manifest.digest,
       manifest,
-      config: { bytes: configBytes, digest: sha256(configBytes) },
+      config: { bytes: configBytes, digest: digestOf(configBytes) },
       layer: { ...layer, path: layerPath },
       dir,
       dispose,

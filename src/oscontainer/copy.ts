@@ -4,15 +4,17 @@
  * after a broken connection, then uploaded (or mounted / skipped when the destination already has them).
  * From an index (manifest list), only linux/amd64 is copied unless `all`.
  */
-import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
-import { type Descriptor, type ImageIndex, type ImageManifest, isIndexType, MediaType } from './media-types.js';
-import { type ImageReference, parseReference } from './reference.js';
+import type { Descriptor } from '../oci/descriptor.js';
+import { digestOf } from '../oci/digest.js';
+import type { ImageIndex, ImageManifest } from '../oci/manifest.js';
+import { isIndexType, MediaType } from '../oci/media-types.js';
+import { type ImageReference, parseReference } from '../oci/reference.js';
 import { RegistryClient, type RegistryClientOptions } from './registry-client.js';
 
 export interface CopyOptions {
@@ -86,7 +88,7 @@ function layoutSink(dir: string, tag: string | undefined): Sink {
       await copyFile(path, blobPath(digest));
     },
     putManifest: async (_reference, bytes, mediaType, isTop) => {
-      const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+      const digest = digestOf(bytes);
       await mkdir(join(dir, 'blobs', 'sha256'), { recursive: true });
       await writeFile(blobPath(digest), bytes);
       if (isTop) {
@@ -129,7 +131,14 @@ function pickPlatform(index: ImageIndex, source: string): Descriptor {
   return match;
 }
 
-/** Copy `source` (a registry reference) to `destination` (a registry reference or `oci:DIR[:TAG]`). */
+/**
+ * Copy `source` (a registry reference) to `destination` (a registry reference or `oci:DIR[:TAG]`).
+ *
+ * Events (docs/ARCHITECTURE.md "Events and their contracts"; this is the only emitter of `image.pulled`):
+ * exactly one `image.pulled` per call, once the destination holds the top manifest (for an index copied with
+ * `all`, the index: its children emit nothing); none when the copy fails. `image.progress` reports blobs as they
+ * are downloaded and uploaded.
+ */
 export async function copyImage(source: string, destination: string, options: CopyOptions = {}): Promise<CopyResult> {
   const src = parseReference(source);
   const srcClient = new RegistryClient(src.registry, {

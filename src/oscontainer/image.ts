@@ -1,9 +1,12 @@
 /**
- * The legacy oscontainer's image config and manifest (DESIGN §3): labels `com.coreos.ostree-commit` and
- * `version`, entrypoint `/noentry`, one layer. Built from fixed values only, so they are reproducible.
+ * The legacy oscontainer's image config and manifest (docs/PROTOCOLS.md "legacy (openshift/pivot)"): labels
+ * `com.coreos.ostree-commit` and `version`, entrypoint `/noentry`, one layer. Built from fixed values only, so
+ * they are reproducible.
  */
-import { createHash } from 'node:crypto';
-import { type Descriptor, type ImageManifest, MediaType } from './media-types.js';
+import type { Descriptor } from '../oci/descriptor.js';
+import { digestOf } from '../oci/digest.js';
+import type { ImageManifest } from '../oci/manifest.js';
+import { MediaType } from '../oci/media-types.js';
 
 export const OSTREE_COMMIT_LABEL = 'com.coreos.ostree-commit';
 /** Creation time recorded in the image: fixed, for reproducible digests. */
@@ -22,10 +25,6 @@ export interface OscontainerMeta {
   version: string;
   /** Extra labels, merged after the standard ones. */
   labels?: Record<string, string>;
-}
-
-export function sha256(data: string | Uint8Array): string {
-  return `sha256:${createHash('sha256').update(data).digest('hex')}`;
 }
 
 /** The image config (OCI image spec config.md; the Docker format has the same fields). */
@@ -63,7 +62,7 @@ export function imageManifest(config: Buffer, layer: LayerInfo, oci: boolean): B
   const mediaType = oci ? MediaType.ociManifest : MediaType.dockerManifest;
   const configDescriptor: Descriptor = {
     mediaType: oci ? MediaType.ociConfig : MediaType.dockerConfig,
-    digest: sha256(config),
+    digest: digestOf(config),
     size: config.byteLength,
   };
   const layerDescriptor: Descriptor = {
@@ -73,5 +72,5 @@ export function imageManifest(config: Buffer, layer: LayerInfo, oci: boolean): B
   };
   const manifest: ImageManifest = { schemaVersion: 2, mediaType, config: configDescriptor, layers: [layerDescriptor] };
   const bytes = encodeJson(manifest);
-  return { manifest, bytes, digest: sha256(bytes), mediaType };
+  return { manifest, bytes, digest: digestOf(bytes), mediaType };
 }

@@ -1,13 +1,14 @@
 /** Public API of the oscontainer module (used by the engine and the build / pull commands). */
-export { type BuildAndPushOptions, buildAndPush, mirrorOscontainer, type PublishedImage } from './api.js';
 
-export { type Credentials, findCredentials } from './auth.js';
+export { MediaType } from '../oci/media-types.js';
+export { byDigest, formatReference, type ImageReference, parseReference } from '../oci/reference.js';
+export { type BuildAndPushOptions, buildAndPush, mirrorOscontainer, type PublishedImage } from './api.js';
 export { type BuildOptions, buildOscontainer, type OscontainerImage, writeRepoLayer } from './build.js';
 export { type CopyOptions, type CopyResult, copyImage } from './copy.js';
 export { FIXED_CREATED, imageConfig, imageManifest, OSTREE_COMMIT_LABEL } from './image.js';
-export { MediaType } from './media-types.js';
 export { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
 export { type GzipOptions, parallelGzip } from './parallel-gzip.js';
 export { type LocalImageStore, type PushOptions, type PushResult, pushOscontainer, pushToStore } from './push.js';
-export { byDigest, formatReference, type ImageReference, isLoopback, parseReference } from './reference.js';
 export { RegistryClient, type RegistryClientOptions } from './registry-client.js';
+export { type Credentials, findCredentials } from './transport/credentials.js';
+export { isLoopback } from './transport/scheme.js';

@@ -5,16 +5,23 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { DevpivotError } from '../core/errors.js';
+import { run } from '../core/exec.js';
+
+/** Exporting or committing a large tree takes minutes; a deadline only stops an ostree that hangs. */
+const OSTREE_TIMEOUT_MS = 60 * 60 * 1000;
+
+function runOstree(args: string[]) {
+  return run('ostree', args, { timeoutMs: OSTREE_TIMEOUT_MS });
+}
 
 async function ostree(args: string[], what: string): Promise<string> {
-  const result = await execa('ostree', args, { reject: false, stdin: 'ignore' });
-  if (result.failed || result.exitCode !== 0) {
-    const detail = (result.stderr || result.stdout || result.message || '').trim();
+  const result = await runOstree(args);
+  if (result.code !== 0) {
+    const why = result.timedOut ? `no answer after ${OSTREE_TIMEOUT_MS / 60_000} minutes` : result.spawnError?.message;
+    const detail = (result.stderr || result.stdout || why || '').trim();
     throw new DevpivotError('OSTREE_FAILED', `${what} failed: ${detail}`, {
-      hint:
-        (result as { code?: string }).code === 'ENOENT' ? 'install ostree (Debian: apt-get install ostree)' : undefined,
+      hint: result.spawnError?.code === 'ENOENT' ? 'install ostree (Debian: apt-get install ostree)' : undefined,
     });
   }
   return result.stdout.trim();
@@ -42,11 +49,8 @@ export async function resolveCommit(repo: string, commitOrRef: string): Promise<
       cause: error,
     });
   });
-  const version = await execa('ostree', ['show', `--repo=${repo}`, '--print-metadata-key=version', commit], {
-    reject: false,
-    stdin: 'ignore',
-  });
-  return { commit, version: version.exitCode === 0 ? parseGVariantString(version.stdout) : null };
+  const version = await runOstree(['show', `--repo=${repo}`, '--print-metadata-key=version', commit]);
+  return { commit, version: version.code === 0 ? parseGVariantString(version.stdout) : null };
 }
 
 /**

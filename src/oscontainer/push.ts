@@ -4,8 +4,8 @@
  */
 import { createReadStream } from 'node:fs';
 import type { EventBus } from '../core/bus.js';
+import { parseReference } from '../oci/reference.js';
 import type { OscontainerImage } from './build.js';
-import { parseReference } from './reference.js';
 import { RegistryClient, type RegistryClientOptions } from './registry-client.js';
 
 export interface PushOptions extends RegistryClientOptions {

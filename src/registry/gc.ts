@@ -50,12 +50,12 @@ export async function collectGarbage(store: RegistryStore, options: GcOptions = 
   const linked = new Set<string>();
   let manifests = 0;
   let removedLinks = 0;
-  const repositories = await store.listRepositories();
+  const repositories = await store.repositories.listRepositories();
   for (const repo of repositories) {
-    for (const digest of await store.manifestDigests(repo)) {
+    for (const digest of await store.repositories.manifestDigests(repo)) {
       manifests++;
       marked.add(digest);
-      const manifest = await store.getManifest(repo, digest);
+      const manifest = await store.repositories.getManifest(repo, digest);
       if (!manifest) continue;
       try {
         const parsed = parseManifest(manifest.bytes, manifest.mediaType);
@@ -64,7 +64,7 @@ export async function collectGarbage(store: RegistryStore, options: GcOptions = 
     }
   }
   for (const repo of repositories) {
-    const dir = store.repoPath(repo, '_layers', 'sha256');
+    const dir = store.layout.layerLinks(repo);
     for (const hex of await list(dir)) {
       const digest = `sha256:${hex}`;
       if (marked.has(digest)) continue;
@@ -78,7 +78,7 @@ export async function collectGarbage(store: RegistryStore, options: GcOptions = 
   }
   const removedBlobs: string[] = [];
   let freedBytes = 0;
-  const pool = join(store.root, 'blobs', 'sha256');
+  const pool = store.layout.blobPool();
   for (const prefix of await list(pool)) {
     for (const hex of await list(join(pool, prefix))) {
       const digest = `sha256:${hex}`;

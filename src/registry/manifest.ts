@@ -1,28 +1,17 @@
-import { SHA256_RE } from './digest.js';
+import type { Descriptor } from '../oci/descriptor.js';
+import { isSha256Digest } from '../oci/digest.js';
+import {
+  ANY_MANIFEST_TYPES,
+  bareMediaType,
+  isAnyManifestType,
+  isDistributable,
+  isIndexType,
+  MediaType,
+} from '../oci/media-types.js';
 import { manifestInvalid } from './errors.js';
 
-/** The manifest media types the registry accepts (image-spec manifest/index, Docker v2 schema 2 and list). */
-export const MediaType = {
-  ociManifest: 'application/vnd.oci.image.manifest.v1+json',
-  ociIndex: 'application/vnd.oci.image.index.v1+json',
-  dockerManifest: 'application/vnd.docker.distribution.manifest.v2+json',
-  dockerList: 'application/vnd.docker.distribution.manifest.list.v2+json',
-} as const;
-
-export const MANIFEST_TYPES: readonly string[] = Object.values(MediaType);
-const INDEX_TYPES: readonly string[] = [MediaType.ociIndex, MediaType.dockerList];
 /** Spec "Pushing Manifests": registries SHOULD accept at least 4 MiB; bigger ones get 413. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
-
-export interface Descriptor {
-  mediaType: string;
-  digest: string;
-  size: number;
-  artifactType?: string;
-  annotations?: Record<string, string>;
-  urls?: string[];
-  platform?: unknown;
-}
 
 export interface ParsedManifest {
   mediaType: string;
@@ -44,7 +33,7 @@ function descriptor(value: unknown, where: string): Descriptor {
     throw manifestInvalid(`${where} is not a descriptor object`);
   const d = value as Record<string, unknown>;
   if (typeof d.mediaType !== 'string' || d.mediaType === '') throw manifestInvalid(`${where}.mediaType is missing`);
-  if (typeof d.digest !== 'string' || !SHA256_RE.test(d.digest))
+  if (typeof d.digest !== 'string' || !isSha256Digest(d.digest))
     throw manifestInvalid(`${where}.digest is not a sha256 digest`, { digest: d.digest });
   if (typeof d.size !== 'number' || !Number.isSafeInteger(d.size) || d.size < 0)
     throw manifestInvalid(`${where}.size is not a non-negative integer`);
@@ -54,16 +43,6 @@ function descriptor(value: unknown, where: string): Descriptor {
 function descriptors(value: unknown, where: string): Descriptor[] {
   if (!Array.isArray(value)) throw manifestInvalid(`${where} must be an array`);
   return value.map((item, i) => descriptor(item, `${where}[${i}]`));
-}
-
-/** Layers that live elsewhere (Windows foreign layers): never required to be in the registry. */
-function isNonDistributable(d: Descriptor): boolean {
-  return /foreign|nondistributable/.test(d.mediaType);
-}
-
-/** Strip parameters (`; charset=...`): the spec says registries SHOULD ignore them. */
-export function bareMediaType(contentType: string | undefined): string {
-  return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
 /**
@@ -83,19 +62,19 @@ export function parseManifest(bytes: Uint8Array, contentType: string | undefined
   if (m.schemaVersion !== 2) throw manifestInvalid('schemaVersion must be 2', { schemaVersion: m.schemaVersion });
   const header = bareMediaType(contentType);
   const declared = typeof m.mediaType === 'string' ? m.mediaType : undefined;
-  if (declared !== undefined && header !== '' && MANIFEST_TYPES.includes(header) && declared !== header)
+  if (declared !== undefined && header !== '' && isAnyManifestType(header) && declared !== header)
     throw manifestInvalid(`Content-Type '${header}' does not match the manifest's mediaType '${declared}'`);
-  let mediaType = declared ?? (MANIFEST_TYPES.includes(header) ? header : undefined);
+  let mediaType = declared ?? (isAnyManifestType(header) ? header : undefined);
   // OCI allows an absent mediaType: tell an index from a manifest by its fields.
   if (mediaType === undefined) mediaType = 'manifests' in m ? MediaType.ociIndex : MediaType.ociManifest;
-  if (!MANIFEST_TYPES.includes(mediaType))
-    throw manifestInvalid(`unsupported manifest media type '${mediaType}'`, { accepted: MANIFEST_TYPES });
+  if (!isAnyManifestType(mediaType))
+    throw manifestInvalid(`unsupported manifest media type '${mediaType}'`, { accepted: ANY_MANIFEST_TYPES });
 
   const subject = m.subject === undefined ? undefined : descriptor(m.subject, 'subject');
   const artifactType = typeof m.artifactType === 'string' ? m.artifactType : undefined;
   const annotations =
     typeof m.annotations === 'object' && m.annotations !== null ? (m.annotations as Record<string, string>) : undefined;
-  if (INDEX_TYPES.includes(mediaType)) {
+  if (isIndexType(mediaType)) {
     const children = descriptors(m.manifests, 'manifests');
     return {
       mediaType,
@@ -111,7 +90,7 @@ export function parseManifest(bytes: Uint8Array, contentType: string | undefined
   }
   const config = descriptor(m.config, 'config');
   const layers = descriptors(m.layers, 'layers');
-  const distributable = layers.filter((d) => !isNonDistributable(d));
+  const distributable = layers.filter((d) => isDistributable(d.mediaType));
   return {
     mediaType,
     isIndex: false,

@@ -5,10 +5,12 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import test from 'ava';
 import { execa } from 'execa';
-import { findCredentials } from '../../src/oscontainer/auth.js';
+import { parseReference } from '../../src/oci/reference.js';
+import { rechunk } from '../../src/oscontainer/operations/upload.js';
 import { parallelGzip } from '../../src/oscontainer/parallel-gzip.js';
-import { isLoopback, parseReference } from '../../src/oscontainer/reference.js';
-import { parseChallenge, rechunk } from '../../src/oscontainer/registry-client.js';
+import { parseChallenge } from '../../src/oscontainer/transport/challenge.js';
+import { findCredentials } from '../../src/oscontainer/transport/credentials.js';
+import { isLoopback } from '../../src/oscontainer/transport/scheme.js';
 
 test('parseReference: host:port, tags, digests and Docker Hub defaults', (t) => {
   t.deepEqual(parseReference('127.0.0.1:5000/os/rhcos:v2'), {

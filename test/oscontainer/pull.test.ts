@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { execa } from 'execa';
+import { EventBus } from '../../src/core/bus.js';
+import { MediaType } from '../../src/oci/media-types.js';
 import { buildAndPush, mirrorOscontainer } from '../../src/oscontainer/api.js';
 import { buildOscontainer, type OscontainerImage } from '../../src/oscontainer/build.js';
 import { copyImage } from '../../src/oscontainer/copy.js';
-import { MediaType } from '../../src/oscontainer/media-types.js';
 import { pushOscontainer } from '../../src/oscontainer/push.js';
 import { RegistryClient } from '../../src/oscontainer/registry-client.js';
 import { type RunningRegistry, startRegistry } from '../../src/registry/server.js';
@@ -213,4 +214,32 @@ test('a corrupted blob is refused with DIGEST_MISMATCH and nothing is tagged at 
   const tags = await fetch(`http://${plain.hostPort}/v2/corrupt/test/tags/list`);
   t.is(tags.status, 404);
   await tags.body?.cancel();
+});
+
+test('image.pulled: one per pull (an index with --all, a mirror), none when the pull fails', async (t) => {
+  const bus = new EventBus();
+  const pulled: string[] = [];
+  bus.on('image.pulled', (event) => pulled.push(event.ref));
+  const client = new RegistryClient(plain.hostPort);
+  const entry = { mediaType: MediaType.dockerManifest, digest: image.digest, size: image.manifest.bytes.byteLength };
+  const index = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MediaType.dockerManifestList,
+      manifests: [
+        { ...entry, platform: { architecture: 'amd64', os: 'linux' } },
+        { ...entry, platform: { architecture: 's390x', os: 'linux' } },
+      ],
+    }),
+  );
+  const indexDigest = await client.putManifest('os/test', 'events', index, MediaType.dockerManifestList);
+  await copyImage(`${plain.hostPort}/os/test:events`, `${embedded.address}/events/all:latest`, { all: true, bus });
+  t.deepEqual(pulled, [`${embedded.address}/events/all@${indexDigest}`]);
+  await mirrorOscontainer(`${plain.hostPort}/os/test:v2`, `${embedded.address}/events/mirror:v2`, { bus });
+  t.deepEqual(pulled.slice(1), [`${embedded.address}/events/mirror@${image.digest}`]);
+  const error = await t.throwsAsync(
+    copyImage(`${plain.hostPort}/os/test:no-such-tag`, `${embedded.address}/events/none:latest`, { bus }),
+  );
+  t.is((error as { code?: string }).code, 'NOT_FOUND');
+  t.is(pulled.length, 2);
 });

@@ -200,3 +200,37 @@ test('cli: registry gc reports and removes unreferenced blobs; bad subcommands a
     await r.close();
   }
 });
+
+test('blob.progress contract: per GET response a series with rising sent and one final event, last; HEAD emits none', async (t) => {
+  const r = await startTestRegistry();
+  try {
+    const image = makeImage([300_000]);
+    await pushImage(r.url, 'events/progress', image);
+    const layer = image.layers[0]!;
+    r.registry.faults.slowBytesPerSecond = 600_000;
+    const url = `${r.url}/v2/events/progress/blobs/${layer.digest}`;
+    const series = async (init?: RequestInit) => {
+      const before = r.events.length;
+      const response = await fetch(url, init);
+      await response.arrayBuffer();
+      // The final event goes out with the last byte; the response's close follows it.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return r.events.slice(before).filter((e) => e.kind === 'blob.progress') as { sent: number; total: number }[];
+    };
+    for (const events of [await series(), await series()]) {
+      t.true(events.length >= 2, `${events.length} events`);
+      for (let i = 1; i < events.length; i++) t.true(events[i]!.sent > events[i - 1]!.sent);
+      t.deepEqual(
+        events.filter((e) => e.sent === e.total),
+        [events.at(-1)!],
+      );
+      t.is(events.at(-1)!.total, layer.size);
+    }
+    const ranged = await series({ headers: { range: 'bytes=100000-' } });
+    t.is(ranged.at(-1)!.total, layer.size - 100_000);
+    t.is(ranged.filter((e) => e.sent === e.total).length, 1);
+    t.deepEqual(await series({ method: 'HEAD' }), []);
+  } finally {
+    await r.close();
+  }
+});

@@ -1,8 +1,8 @@
 import { UsageError } from '../../core/errors.js';
 import { loadFixture } from '../../images/fixture.js';
+import { parseReference } from '../../oci/reference.js';
 import { buildOscontainer } from '../../oscontainer/build.js';
 import { pushOscontainer } from '../../oscontainer/push.js';
-import { parseReference } from '../../oscontainer/reference.js';
 import type { Command } from '../command.js';
 import { showImageProgress } from '../image-progress.js';
 

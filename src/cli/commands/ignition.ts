@@ -4,7 +4,7 @@ import { PIVOT_DRIVERS, type PivotDriver } from '../../ignition/fragments.js';
 import { generateIgnition, serializeIgnition } from '../../ignition/generate.js';
 import { parseSpecVersion } from '../../ignition/spec.js';
 import { assertValidIgnition } from '../../ignition/validate.js';
-import { parseReference } from '../../oscontainer/reference.js';
+import { parseReference } from '../../oci/reference.js';
 import type { Command } from '../command.js';
 
 async function readUserFile(path: string, what: string): Promise<string> {

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { cacheDir } from '../../core/paths.js';
+import { parseReference } from '../../oci/reference.js';
 import { copyImage } from '../../oscontainer/copy.js';
-import { parseReference } from '../../oscontainer/reference.js';
 import type { Command } from '../command.js';
 import { showImageProgress } from '../image-progress.js';
 

@@ -1,7 +1,10 @@
 /**
- * Image references: `[docker://]host[:port]/repo[:tag][@sha256:…]`, with Docker Hub's defaults for short names.
+ * Image references: `[docker://]host[:port]/repo[:tag][@sha256:…]`, with Docker Hub's defaults for short names
+ * (`fedora` is `docker.io/library/fedora:latest`).
  */
 import { UsageError } from '../core/errors.js';
+import { isDigest } from './digest.js';
+import { isTag, matchesNameGrammar } from './names.js';
 
 export interface ImageReference {
   /** Registry host[:port] as written (`docker.io` for short names). */
@@ -10,10 +13,6 @@ export interface ImageReference {
   tag?: string;
   digest?: string;
 }
-
-const REPOSITORY = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$/;
-const TAG = /^[\w][\w.-]{0,127}$/;
-const DIGEST = /^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$/;
 
 export function parseReference(input: string): ImageReference {
   const text = input.startsWith('docker://') ? input.slice('docker://'.length) : input;
@@ -29,7 +28,7 @@ export function parseReference(input: string): ImageReference {
   if (at >= 0) {
     digest = rest.slice(at + 1);
     rest = rest.slice(0, at);
-    if (!DIGEST.test(digest)) throw bad(`'${digest}' is not a digest`);
+    if (!isDigest(digest)) throw bad(`'${digest}' is not a digest`);
   }
   const slash = rest.indexOf('/');
   const first = slash >= 0 ? rest.slice(0, slash) : '';
@@ -43,10 +42,10 @@ export function parseReference(input: string): ImageReference {
   if (colon >= 0) {
     tag = rest.slice(colon + 1);
     rest = rest.slice(0, colon);
-    if (!TAG.test(tag)) throw bad(`'${tag}' is not a valid tag`);
+    if (!isTag(tag)) throw bad(`'${tag}' is not a valid tag`);
   }
   if (registry === 'docker.io' && !rest.includes('/')) rest = `library/${rest}`;
-  if (!REPOSITORY.test(rest)) throw bad(`'${rest}' is not a valid repository name`);
+  if (!matchesNameGrammar(rest)) throw bad(`'${rest}' is not a valid repository name`);
   if (!tag && !digest) tag = 'latest';
   return { registry, repository: rest, ...(tag ? { tag } : {}), ...(digest ? { digest } : {}) };
 }
@@ -59,10 +58,4 @@ export function formatReference(ref: ImageReference): string {
 /** The same image pinned by digest (tag dropped). */
 export function byDigest(ref: ImageReference, digest: string): string {
   return `${ref.registry}/${ref.repository}@${digest}`;
-}
-
-/** Loopback registries are plain HTTP by default; everything else is HTTPS unless `--insecure`. */
-export function isLoopback(registry: string): boolean {
-  const host = registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.split(':')[0]!;
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }

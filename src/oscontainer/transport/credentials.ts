@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { DevpivotError } from '../core/errors.js';
+import { DevpivotError } from '../../core/errors.js';
 
 export interface Credentials {
   username: string;

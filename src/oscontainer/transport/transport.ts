@@ -1,0 +1,97 @@
+/**
+ * The HTTP side of talking to a registry, apart from what is said (operations/): the base URL and scheme, one
+ * request with the auth dance (try, answer a 401 challenge once, retry; tokens cached per scope set), and
+ * failures mapped to DevpivotErrors (errors.ts). After go-containerregistry's pkg/v1/remote/transport.
+ */
+
+import { Authenticator } from './authenticator.js';
+import type { Credentials } from './credentials.js';
+import { authFailed, responseError, unreachable } from './errors.js';
+import { baseUrlOf } from './scheme.js';
+
+export interface TransportOptions {
+  /** Use plain HTTP (and accept any TLS certificate is NOT implied: only HTTP). Default: loopback only. */
+  insecure?: boolean;
+  /** Explicit credentials; otherwise looked up in the auth files (credentials.ts). */
+  credentials?: Credentials | null;
+  env?: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+}
+
+export interface RequestOptions {
+  /** Token scopes this request needs, e.g. `repository:os/rhcos:pull,push`. */
+  scopes: string[];
+  headers?: Record<string, string>;
+  body?: Buffer;
+  /** Statuses that are not errors (default: 2xx). */
+  ok?: number[];
+  redirect?: 'follow' | 'manual';
+}
+
+export const pullScope = (repository: string) => `repository:${repository}:pull`;
+export const pushScope = (repository: string) => `repository:${repository}:pull,push`;
+
+export class RegistryTransport {
+  readonly baseUrl: string;
+  readonly signal: AbortSignal | undefined;
+  readonly #auth: Authenticator;
+  /** Authorization header per scope set; `basic` when the registry asked for Basic. */
+  readonly #tokens = new Map<string, string>();
+
+  constructor(
+    readonly registry: string,
+    options: TransportOptions = {},
+  ) {
+    this.baseUrl = baseUrlOf(registry, options.insecure);
+    this.signal = options.signal;
+    this.#auth = new Authenticator(registry, options.credentials, options.env ?? process.env, (url, init) =>
+      this.#fetch(url, init),
+    );
+  }
+
+  async #fetch(url: string, init: RequestInit): Promise<Response> {
+    try {
+      return await fetch(url, { ...init, signal: this.signal ?? null });
+    } catch (error) {
+      if (this.signal?.aborted) throw error;
+      throw unreachable(this.registry, url, this.baseUrl, error);
+    }
+  }
+
+  /** A Location header (or any path) as an absolute URL on this registry. */
+  resolve(location: string): string {
+    return new URL(location, this.baseUrl).toString();
+  }
+
+  /** One API request with the auth dance; a status outside 2xx and `ok` is an error. */
+  async request(method: string, path: string, repository: string, options: RequestOptions): Promise<Response> {
+    const url = path.startsWith('http') ? path : `${this.baseUrl}${path}`;
+    const key = options.scopes.join(' ');
+    const send = (authorization: string | undefined) =>
+      this.#fetch(url, {
+        method,
+        headers: { ...options.headers, ...(authorization ? { authorization } : {}) },
+        ...(options.body ? { body: options.body } : {}),
+        redirect: options.redirect ?? 'follow',
+      });
+    let authorization = this.#tokens.get(key) ?? (this.#auth.basic ? this.#tokens.get('basic') : undefined);
+    let response = await send(authorization);
+    if (response.status === 401) {
+      const header = response.headers.get('www-authenticate');
+      await response.body?.cancel();
+      if (!header) throw authFailed(this.registry, repository, 'the registry answered 401 without a challenge');
+      authorization = await this.#auth.answer(header, options.scopes, repository);
+      this.#tokens.set(this.#auth.basic ? 'basic' : key, authorization);
+      response = await send(authorization);
+      if (response.status === 401) {
+        await response.body?.cancel();
+        throw authFailed(this.registry, repository, 'the registry rejected the credentials');
+      }
+    }
+    const ok = options.ok ?? [];
+    if (!response.ok && !ok.includes(response.status)) {
+      throw await responseError(method, url, this.registry, repository, response);
+    }
+    return response;
+  }
+}

@@ -1,0 +1,41 @@
+import { mkdir, open, readdir, rename, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
+/** File helpers of the storage: "absent" is an answer, not an error; small writes are atomic. */
+export function isMissing(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (error) {
+    if (isMissing(error)) return false;
+    throw error;
+  }
+}
+
+/** The entries of a folder, [] when it does not exist. */
+export async function listDir(path: string): Promise<string[]> {
+  try {
+    return await readdir(path);
+  } catch (error) {
+    if (isMissing(error)) return [];
+    throw error;
+  }
+}
+
+/** Write `data` to `temp`, fsync, then rename to `path`: readers see the old file or the whole new one. */
+export async function writeAtomic(temp: string, path: string, data: string): Promise<void> {
+  const handle = await open(temp, 'wx');
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await mkdir(dirname(path), { recursive: true });
+  await rename(temp, path);
+}
