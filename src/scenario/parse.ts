@@ -4,14 +4,13 @@ import { isMap, isScalar, isSeq, LineCounter, type Node, type Pair, parseDocumen
 import { DevpivotError, ExitCode } from '../core/errors.js';
 import { PIVOT_PHASES, type PivotPhase } from '../core/events.js';
 import { closest } from '../core/suggest.js';
+import { PIVOT_DRIVERS, type PivotDriver } from '../ignition/fragments.js';
 import {
   EXPECT_EVENTS,
   type ExpectEvent,
   type ImageSource,
   type NodeDef,
   type OscontainerSource,
-  PIVOT_DRIVERS,
-  type PivotDriver,
   type Position,
   REGISTRY_FAULTS,
   type RegistryFault,

@@ -1,4 +1,5 @@
 import type { PivotPhase } from '../core/events.js';
+import type { PivotDriver } from '../ignition/fragments.js';
 
 /** A position in a scenario file (1-based), for error messages and step labels. */
 export interface Position {
@@ -18,9 +19,6 @@ export type OscontainerSource =
   | { kind: 'pull'; ref: string };
 
 export type RegistrySpec = { kind: 'embedded' } | { kind: 'external'; url: string };
-
-export type PivotDriver = 'legacy' | 'rpm-ostree' | 'bootc';
-export const PIVOT_DRIVERS: readonly PivotDriver[] = ['legacy', 'rpm-ostree', 'bootc'];
 
 export interface NodeDef {
   name: string;
