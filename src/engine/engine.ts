@@ -7,7 +7,7 @@ import { formatDuration } from '../scenario/units.js';
 import type { VmHost, VmNode } from '../vm/host.js';
 import { type ClassifierInput, type ClassifierState, classify, type GuestEvent, initialState } from './classifier.js';
 import { withDeadline } from './deadline.js';
-import type { Deps, Fixture, PushedImage, RegistryHandle } from './deps.js';
+import type { Deps, FixtureArtifacts, PushedImage, RegistryHandle } from './deps.js';
 import { fixtureVersion, resolveImage } from './images.js';
 
 /** Deadlines of the set-up phases (the scenario's steps carry their own). */
@@ -121,7 +121,7 @@ class Engine {
   registry: RegistryHandle | undefined;
   registryUrl: string | undefined;
   host: VmHost | undefined;
-  fixture: Promise<Fixture> | undefined;
+  fixture: Promise<FixtureArtifacts> | undefined;
   readonly waiters = new Set<() => void>();
   readonly signal: AbortSignal;
   readonly runTimer: NodeJS.Timeout;
@@ -347,7 +347,7 @@ class Engine {
 
   // ---- prepare ------------------------------------------------------------------------------------------------
 
-  loadFixture(): Promise<Fixture> {
+  loadFixture(): Promise<FixtureArtifacts> {
     this.fixture ??= withDeadline('preparing the fixture OS images', PHASE_DEADLINES.fixture, this.signal, (signal) =>
       this.deps.loadFixture({ bus: this.bus, signal }),
     );

@@ -1,5 +1,5 @@
 import type { EventBus } from '../../src/core/bus.js';
-import type { Deps, Fixture, IgnitionRequest, RegistryHandle } from '../../src/engine/deps.js';
+import type { Deps, FixtureArtifacts, IgnitionRequest, RegistryHandle } from '../../src/engine/deps.js';
 import type { NodeSpec, VmHost, VmNode } from '../../src/vm/host.js';
 
 /**
@@ -188,7 +188,7 @@ export interface FakeWorld {
 /** Deps whose VM host, registry and builder are fakes; Ignition requests are recorded and echoed as JSON. */
 export function fakeDeps(options: FakeOptions = {}): FakeWorld {
   const world: FakeWorld = { host: undefined, registry: undefined, ignition: [], builds: [], deps: undefined as never };
-  const fixture: Fixture = {
+  const fixture: FixtureArtifacts = {
     disk: '/fixture/v1.qcow2',
     repo: '/fixture/repo',
     versions: [
