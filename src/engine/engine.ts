@@ -89,7 +89,6 @@ class NodeWatch {
   vm: VmNode | undefined;
   /** `pending` until an `expect: failure` step takes it (`expected`) or fail-fast reports it (`fatal`). */
   readonly failures: { event: Stamped<EventOf<'guest.failure'>>; state: 'pending' | 'expected' | 'fatal' }[] = [];
-  lastReboot = 0;
   constructor(readonly def: NodeDef) {}
 
   boots(): Stamped<EventOf<'guest.booted'>>[] {
@@ -246,11 +245,7 @@ class Engine {
       case 'vm.reboot':
       case 'vm.stopped':
       case 'vm.crashed': {
-        // libvirt reports one guest reboot as two REBOOT events ~60 ms apart
-        if (event.kind === 'vm.reboot') {
-          if (event.at - watch.lastReboot < 1000) return;
-          watch.lastReboot = event.at;
-        }
+        // One vm.reboot per guest reboot: the VM host guarantees it (src/vm/host.ts); the engine does not de-duplicate.
         watch.log.push(event);
         const out = classify(watch.classifier, event as ClassifierInput);
         watch.classifier = out.state;

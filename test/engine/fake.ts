@@ -141,7 +141,7 @@ export class FakeNode implements VmNode {
     await this.pause(signal);
     report({ event: 'pivot', phase: 'rebooting', target });
     this.say('[   61.2] reboot: Restarting system');
-    this.bus.emit({ kind: 'vm.reboot', node: this.spec.name, domain: this.domain });
+    // The host's contract: one vm.reboot per guest reboot.
     this.bus.emit({ kind: 'vm.reboot', node: this.spec.name, domain: this.domain });
     this.#boot();
   }
