@@ -7,20 +7,8 @@ import type { StepReader, StepSource } from './reader.js';
 import type { NodeLogEvent } from './runtime.js';
 import { formatDuration } from './units.js';
 
-/** What an `expect` step waits for. */
-export type ExpectEvent =
-  | 'ignition'
-  | 'pivot.pulling'
-  | 'pivot.staging'
-  | 'pivot.staged'
-  | 'pivot.rebooting'
-  | 'pivot.skipped'
-  | 'reboot'
-  | 'stopped'
-  | 'booted'
-  | 'failure'
-  | 'console';
-export const EXPECT_EVENTS: readonly ExpectEvent[] = [
+/** What an `expect` step waits for (the list is the type: one cannot miss the other). */
+export const EXPECT_EVENTS = [
   'ignition',
   'pivot.pulling',
   'pivot.staging',
@@ -32,7 +20,8 @@ export const EXPECT_EVENTS: readonly ExpectEvent[] = [
   'booted',
   'failure',
   'console',
-];
+] as const;
+export type ExpectEvent = (typeof EXPECT_EVENTS)[number];
 
 export interface ExpectStep extends StepBase {
   kind: 'expect';

@@ -4,8 +4,9 @@ import type { StepBase, StepDefinition } from './definition.js';
 import type { Position, StepReader, StepSource } from './reader.js';
 import { parseSize } from './units.js';
 
-export type RegistryFault = 'down' | 'up' | 'corrupt-blob' | 'slow' | 'clear';
-export const REGISTRY_FAULTS: readonly RegistryFault[] = ['down', 'up', 'corrupt-blob', 'slow', 'clear'];
+/** What a `fault` step does to the registry (the list is the type). */
+export const REGISTRY_FAULTS = ['down', 'up', 'corrupt-blob', 'slow', 'clear'] as const;
+export type RegistryFault = (typeof REGISTRY_FAULTS)[number];
 
 export interface FaultStep extends StepBase {
   kind: 'fault';
@@ -69,6 +70,9 @@ export const fault: StepDefinition<FaultStep> = {
         delete registry.faults.corruptBlobs;
         delete registry.faults.slowBytesPerSecond;
         return;
+      default:
+        // every fault has its case: a new one without it does not compile
+        step.registry satisfies never;
     }
   },
 };
