@@ -8,7 +8,12 @@ import { PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { NodeWatches } from './node-watch.js';
 import type { World } from './prepare.js';
 
-export async function cleanup(world: World, watches: NodeWatches, keep: () => boolean, bus: EventBus): Promise<void> {
+export async function cleanupRun(
+  world: World,
+  watches: NodeWatches,
+  keep: () => boolean,
+  bus: EventBus,
+): Promise<void> {
   const never = new AbortController().signal;
   const quiet = async (what: string, work: () => Promise<void>) => {
     try {

@@ -7,7 +7,7 @@ import { DevpivotError, ExitCode } from '../core/errors.js';
 import type { Scenario } from '../scenario/types.js';
 import { expectsFailureOn, runStep, type Step } from '../steps/index.js';
 import { formatDuration } from '../steps/units.js';
-import { cleanup } from './cleanup.js';
+import { cleanupRun } from './cleanup.js';
 import type { Deps } from './deps.js';
 import { NodeWatches } from './node-watch.js';
 import { emptyWorld, prepare, type World } from './prepare.js';
@@ -130,7 +130,7 @@ class Engine {
     } finally {
       dispose();
       this.detach();
-      await cleanup(this.world, this.watches, () => this.keep(), this.bus);
+      await cleanupRun(this.world, this.watches, () => this.keep(), this.bus);
     }
     const ms = Date.now() - started;
     const ok = exitCode === ExitCode.ok;

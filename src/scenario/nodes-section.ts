@@ -3,7 +3,7 @@ import { isScalar, type Node, type YAMLMap } from 'yaml';
 import { PIVOT_DRIVERS, type PivotDriver } from '../ignition/fragments.js';
 import { parseSize } from '../steps/units.js';
 import { NODE_DEFAULTS } from './defaults.js';
-import { type DocumentReader, type Fields, scalarLike } from './reader.js';
+import { type DocumentReader, type MappingFields, scalarLike } from './reader.js';
 import type { ImageSource, NodeDef, OscontainerSource } from './types.js';
 
 const NODE_KEYS = ['image', 'memory', 'vcpus', 'firmware', 'driver', 'pivot', 'kernel-args', 'ignition'];
@@ -25,7 +25,7 @@ export function readNodes(
       const value = pair.value as Node | null;
       const f =
         value === null || (isScalar(value) && value.value === null)
-          ? (new Map() as Fields)
+          ? (new Map() as MappingFields)
           : r.fields(value, what, NODE_KEYS);
       const v = (key: string) => f.get(key)?.value ?? null;
       const fixtureImage = (version: string): ImageSource => ({ kind: 'fixture', version });

@@ -10,7 +10,8 @@ import type { Position } from '../steps/reader.js';
 import { parseDuration } from '../steps/units.js';
 import { Issue, type ScenarioIssue } from './error.js';
 
-export type Fields = Map<string, { key: Node; value: Node | null; pair: Pair }>;
+/** The keys of one mapping, by name: the key node (for issues about the key) and its value. */
+export type MappingFields = Map<string, { key: Node; value: Node | null }>;
 
 const NAME = /^[a-z][a-z0-9-]{0,30}$/;
 
@@ -45,9 +46,9 @@ export class DocumentReader {
   }
 
   /** The keys of a mapping, checked against `allowed`, with "did you mean" for typos. */
-  fields(node: Node | null, what: string, allowed: readonly string[], required: readonly string[] = []): Fields {
+  fields(node: Node | null, what: string, allowed: readonly string[], required: readonly string[] = []): MappingFields {
     const map = this.map(node, what);
-    const out: Fields = new Map();
+    const out: MappingFields = new Map();
     for (const pair of map.items) {
       const key = pair.key as Node;
       if (!isScalar(key) || typeof key.value !== 'string') this.fail(key, `${what}: keys must be plain words`);
@@ -63,7 +64,7 @@ export class DocumentReader {
         );
         continue;
       }
-      out.set(name, { key, value: pair.value, pair });
+      out.set(name, { key, value: pair.value });
     }
     for (const name of required) {
       if (!out.has(name)) this.fail(node, `${what} needs '${name}'`);
