@@ -35,8 +35,11 @@ export interface Classified {
 
 const REPORT_PREFIX = 'devpivot-report: ';
 
-/** Console noise before the text: kernel timestamps, systemd status tags, ANSI colours, carriage returns. */
-export function cleanLine(line: string): string {
+/**
+ * Console noise before the text: kernel timestamps, systemd status tags, ANSI colours, carriage returns. (Not
+ * `vm/console-lines.ts` `cleanLine`, which only removes terminal escapes and control characters.)
+ */
+export function stripConsoleNoise(line: string): string {
   return line
     .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
     .replace(/\r/g, '')
@@ -116,7 +119,7 @@ export function classify(state: ClassifierState, input: ClassifierInput): Classi
 }
 
 function classifyLine(state: ClassifierState, node: string, raw: string): Classified {
-  const line = cleanLine(raw);
+  const line = stripConsoleNoise(raw);
   if (line === '') return { state, events: [] };
   const at = line.indexOf(REPORT_PREFIX);
   if (at >= 0) return classifyReport(state, node, line.slice(at + REPORT_PREFIX.length), line);

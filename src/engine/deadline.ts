@@ -1,5 +1,18 @@
 import { DevpivotError } from '../core/errors.js';
-import { formatDuration } from '../scenario/units.js';
+import { formatDuration } from '../steps/units.js';
+
+/** Deadlines of the set-up phases and of the actions steps take (the scenario's steps carry their own). */
+export const PHASE_DEADLINES = {
+  registry: 30_000,
+  fixture: 30 * 60_000,
+  oscontainer: 15 * 60_000,
+  host: 60_000,
+  image: 30 * 60_000,
+  createNode: 3 * 60_000,
+  startNode: 2 * 60_000,
+  powerOff: 60_000,
+  cleanup: 2 * 60_000,
+};
 
 /** A phase that did not finish in time. */
 export class DeadlineError extends DevpivotError {

@@ -1,18 +1,14 @@
 import type { EventBus } from '../core/bus.js';
+import type { PivotDriver } from '../ignition/fragments.js';
+import type { Fixture } from '../images/fixture.js';
+import type { RegistryFaults, StartRegistryOptions } from '../registry/index.js';
 import type { VmHost } from '../vm/host.js';
 
 /**
- * Everything the engine drives, as one interface it receives. The engine never imports the registry,
- * oscontainer, Ignition, VM or fixture modules itself: `real-deps.ts` wires the real ones, and the engine's unit
+ * Everything the engine drives, as one interface it receives. The engine imports the registry, oscontainer,
+ * Ignition, VM and fixture modules for their types only: `real-deps.ts` wires the real ones, and the engine's unit
  * tests pass a fake VM host. Keep these shapes small: they are the contracts between the areas.
  */
-export interface RegistryFaults {
-  /** Throttle every blob download to this many bytes per second. */
-  slowBytesPerSecond?: number;
-  /** Serve blobs with flipped bytes (digest verification in the client must fail). */
-  corruptBlobs?: boolean;
-}
-
 export interface RegistryHandle {
   /** http://127.0.0.1:PORT */
   readonly url: string;
@@ -25,15 +21,13 @@ export interface RegistryHandle {
   start(): Promise<void>;
 }
 
-export interface StartRegistryOptions {
+/** The embedded registry as the engine starts it: on loopback only, with its storage directory and the bus. */
+export type LoopbackRegistryOptions = Required<Pick<StartRegistryOptions, 'port' | 'storage' | 'bus'>> & {
   host: '127.0.0.1';
-  port: number;
-  /** Directory for blobs and manifests. */
-  storage: string;
-  bus: EventBus;
-}
+};
 
-export type BuildSource = { repo: string; commit: string } | { rootfs: string; version?: string };
+/** What an oscontainer is built from: a commit of an ostree repository, or a root filesystem tree. */
+export type CommitOrRootfs = { repo: string; commit: string } | { rootfs: string; version?: string };
 
 /** An oscontainer in the registry, always referenced by digest. */
 export interface PushedImage {
@@ -46,7 +40,7 @@ export interface PushedImage {
 }
 
 export interface BuildOscontainerOptions {
-  source: BuildSource;
+  source: CommitOrRootfs;
   /** Registry base URL on this host, e.g. http://127.0.0.1:5000 */
   registry: string;
   /** Repository name within the registry, e.g. devpivot/fixture-2 */
@@ -65,7 +59,7 @@ export interface PullOscontainerOptions {
 }
 
 export interface IgnitionRequest {
-  driver: 'legacy' | 'rpm-ostree' | 'bootc';
+  driver: PivotDriver;
   /** The pullspec the guest uses: 10.0.2.2:PORT/repo@sha256:... */
   image?: string;
   /** Ignition spec version to emit (the generator's default when omitted). */
@@ -76,27 +70,14 @@ export interface IgnitionRequest {
   extra?: Record<string, unknown>;
 }
 
-export interface FixtureVersion {
-  version: string;
-  /** ostree commit checksum of this version in `repo`. */
-  commit: string;
-  /** A bootable qcow2 of this version, when built. */
-  disk?: string;
-}
-
-export interface Fixture {
-  /** Bootable qcow2 of the first version. */
-  disk: string;
-  /** Archive-mode ostree repository holding every version's commit. */
-  repo: string;
-  versions: FixtureVersion[];
-}
+/** What the engine uses of a built fixture OS: the first version's disk, the ostree repository, the versions. */
+export type FixtureArtifacts = Pick<Fixture, 'disk' | 'repo' | 'versions'>;
 
 export interface Deps {
-  startRegistry(options: StartRegistryOptions): Promise<RegistryHandle>;
+  startRegistry(options: LoopbackRegistryOptions): Promise<RegistryHandle>;
   buildOscontainer(options: BuildOscontainerOptions): Promise<PushedImage>;
   pullOscontainer(options: PullOscontainerOptions): Promise<PushedImage>;
   generateIgnition(request: IgnitionRequest): object;
   openHost(options: { uri?: string; sessionId?: string; bus: EventBus }): Promise<VmHost>;
-  loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<Fixture>;
+  loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<FixtureArtifacts>;
 }

@@ -6,10 +6,10 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DevpivotError, ExitCode } from '../core/errors.js';
 import type { ImageSource } from '../scenario/types.js';
-import type { Fixture } from './deps.js';
+import type { FixtureArtifacts } from './deps.js';
 
 /** The version entry of the fixture for `fixture:N`, or a set-up error naming the versions there are. */
-export function fixtureVersion(fixture: Fixture, version: string) {
+export function fixtureVersion(fixture: FixtureArtifacts, version: string) {
   const found = fixture.versions.find((entry) => entry.version === version);
   if (!found)
     throw new DevpivotError(
@@ -24,7 +24,7 @@ export function fixtureVersion(fixture: Fixture, version: string) {
 export async function resolveImage(
   name: string,
   source: ImageSource,
-  context: { fixture: () => Promise<Fixture>; cacheDir: string; signal: AbortSignal },
+  context: { fixture: () => Promise<FixtureArtifacts>; cacheDir: string; signal: AbortSignal },
 ): Promise<string> {
   switch (source.kind) {
     case 'fixture': {

@@ -4,9 +4,9 @@ import {
   type ClassifierInput,
   type ClassifierState,
   classify,
-  cleanLine,
   type GuestEvent,
   initialState,
+  stripConsoleNoise,
 } from '../../src/engine/classifier.js';
 import { repoRoot } from '../helpers/cli.js';
 
@@ -163,8 +163,8 @@ test('broken report lines and ordinary lines are ignored', (t) => {
   t.deepEqual(events, []);
 });
 
-test('cleanLine strips timestamps, systemd tags, colours and CR', (t) => {
-  t.is(cleanLine('[   12.345] hello\r'), 'hello');
-  t.is(cleanLine('[  OK  ] Started x'), 'Started x');
-  t.is(cleanLine('\x1b[0;32m[FAILED]\x1b[0m Failed to start y'), 'Failed to start y');
+test('stripConsoleNoise strips timestamps, systemd tags, colours and CR', (t) => {
+  t.is(stripConsoleNoise('[   12.345] hello\r'), 'hello');
+  t.is(stripConsoleNoise('[  OK  ] Started x'), 'Started x');
+  t.is(stripConsoleNoise('\x1b[0;32m[FAILED]\x1b[0m Failed to start y'), 'Failed to start y');
 });

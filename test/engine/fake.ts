@@ -1,5 +1,5 @@
 import type { EventBus } from '../../src/core/bus.js';
-import type { Deps, Fixture, IgnitionRequest, RegistryHandle } from '../../src/engine/deps.js';
+import type { Deps, FixtureArtifacts, IgnitionRequest, RegistryHandle } from '../../src/engine/deps.js';
 import type { NodeSpec, VmHost, VmNode } from '../../src/vm/host.js';
 
 /**
@@ -141,7 +141,7 @@ export class FakeNode implements VmNode {
     await this.pause(signal);
     report({ event: 'pivot', phase: 'rebooting', target });
     this.say('[   61.2] reboot: Restarting system');
-    this.bus.emit({ kind: 'vm.reboot', node: this.spec.name, domain: this.domain });
+    // The host's contract: one vm.reboot per guest reboot.
     this.bus.emit({ kind: 'vm.reboot', node: this.spec.name, domain: this.domain });
     this.#boot();
   }
@@ -188,7 +188,7 @@ export interface FakeWorld {
 /** Deps whose VM host, registry and builder are fakes; Ignition requests are recorded and echoed as JSON. */
 export function fakeDeps(options: FakeOptions = {}): FakeWorld {
   const world: FakeWorld = { host: undefined, registry: undefined, ignition: [], builds: [], deps: undefined as never };
-  const fixture: Fixture = {
+  const fixture: FixtureArtifacts = {
     disk: '/fixture/v1.qcow2',
     repo: '/fixture/repo',
     versions: [

@@ -1,0 +1,165 @@
+/**
+ * The `prepare` step: start the registry (or use the external one), build or mirror the oscontainers, resolve the
+ * images, generate each node's Ignition and connect to the VM host. Everything it makes lands in the run's World
+ * as soon as it exists, so cleanup can undo a preparation that failed half-way.
+ */
+import { join } from 'node:path';
+import type { EventBus } from '../core/bus.js';
+import type { OscontainerSource, Scenario } from '../scenario/types.js';
+import type { VmHost } from '../vm/host.js';
+import { PHASE_DEADLINES, withDeadline } from './deadline.js';
+import type { Deps, FixtureArtifacts, PushedImage, RegistryHandle } from './deps.js';
+import { fixtureVersion, resolveImage } from './images.js';
+
+/** What a run made and holds: prepare fills it, steps use it, cleanup removes it. */
+export interface World {
+  registry?: RegistryHandle;
+  registryUrl?: string;
+  host?: VmHost;
+  fixture?: Promise<FixtureArtifacts>;
+  /** Oscontainers in the registry, by scenario name. */
+  readonly images: Map<string, PushedImage>;
+  /** A local qcow2 per image name. */
+  readonly diskOf: Map<string, string>;
+  /** The Ignition config (JSON) per node. */
+  readonly ignitionOf: Map<string, string>;
+  /** Commit first booted by a node of each non-fixture image (what `booted: <image>` means for it). */
+  readonly imageCommits: Map<string, string>;
+}
+
+export function emptyWorld(): World {
+  return { images: new Map(), diskOf: new Map(), ignitionOf: new Map(), imageCommits: new Map() };
+}
+
+export interface PrepareContext {
+  scenario: Scenario;
+  deps: Deps;
+  bus: EventBus;
+  /** The run's signal (Ctrl-C, the scenario's timeout). */
+  signal: AbortSignal;
+  stateDir: string;
+  cacheDir: string;
+  uri?: string;
+  sessionId?: string;
+}
+
+export async function prepare(context: PrepareContext, world: World): Promise<void> {
+  const { scenario, deps, bus, signal } = context;
+  const spec = scenario.registry;
+  if (spec.kind === 'embedded') {
+    world.registry = await withDeadline('starting the registry', PHASE_DEADLINES.registry, signal, () =>
+      deps.startRegistry({ host: '127.0.0.1', port: 0, storage: join(context.stateDir, 'registry'), bus }),
+    );
+    world.registryUrl = world.registry.url;
+  } else {
+    world.registryUrl = spec.url;
+  }
+  const registryUrl = world.registryUrl;
+  for (const [name, source] of scenario.oscontainers) {
+    world.images.set(name, await oscontainer(context, world, registryUrl, name, source));
+  }
+  for (const def of scenario.nodes) {
+    if (world.diskOf.has(def.image)) continue;
+    const source = scenario.images.get(def.image)!;
+    const disk = await withDeadline(`preparing image '${def.image}'`, PHASE_DEADLINES.image, signal, (signal) =>
+      resolveImage(def.image, source, {
+        fixture: () => loadFixture(context, world),
+        cacheDir: context.cacheDir,
+        signal,
+      }),
+    );
+    world.diskOf.set(def.image, disk);
+  }
+  // The fixture's commits are what `booted: fixture:N` means for images.
+  for (const [name, source] of scenario.images) {
+    if (source.kind === 'fixture')
+      world.imageCommits.set(name, fixtureVersion(await loadFixture(context, world), source.version).commit);
+  }
+  const guestRegistry = guestHostPort(registryUrl);
+  for (const def of scenario.nodes) {
+    const target = def.pivot ? world.images.get(def.pivot)! : undefined;
+    const repository = def.pivot ? repositoryName(def.pivot) : undefined;
+    const config = deps.generateIgnition({
+      driver: def.driver,
+      ...(target ? { image: `${guestRegistry}/${repository}@${target.digest}` } : {}),
+      registry: { hostPort: guestRegistry, insecure: registryUrl.startsWith('http:') },
+      ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
+      ...(def.ignition ? { extra: def.ignition } : {}),
+    });
+    world.ignitionOf.set(def.name, JSON.stringify(config));
+  }
+  world.host = await withDeadline('connecting to libvirt', PHASE_DEADLINES.host, signal, () =>
+    deps.openHost({
+      ...(context.uri ? { uri: context.uri } : {}),
+      ...(context.sessionId ? { sessionId: context.sessionId } : {}),
+      bus,
+    }),
+  );
+}
+
+/** The fixture OS, built (or found in the cache) once per run, and only when something needs it. */
+function loadFixture(context: PrepareContext, world: World): Promise<FixtureArtifacts> {
+  world.fixture ??= withDeadline('preparing the fixture OS images', PHASE_DEADLINES.fixture, context.signal, (signal) =>
+    context.deps.loadFixture({ bus: context.bus, signal }),
+  );
+  return world.fixture;
+}
+
+async function oscontainer(
+  context: PrepareContext,
+  world: World,
+  registry: string,
+  name: string,
+  source: OscontainerSource,
+): Promise<PushedImage> {
+  const { deps, bus } = context;
+  const repository = repositoryName(name);
+  return withDeadline(
+    `preparing oscontainer '${name}'`,
+    PHASE_DEADLINES.oscontainer,
+    context.signal,
+    async (signal) => {
+      switch (source.kind) {
+        case 'build-fixture': {
+          const fixture = await loadFixture(context, world);
+          const commit = fixtureVersion(fixture, source.version).commit;
+          return deps.buildOscontainer({ source: { repo: fixture.repo, commit }, registry, repository, bus, signal });
+        }
+        case 'build-ostree':
+          return deps.buildOscontainer({
+            source: { repo: source.repo, commit: source.commit },
+            registry,
+            repository,
+            bus,
+            signal,
+          });
+        case 'build-rootfs':
+          return deps.buildOscontainer({
+            source: { rootfs: source.rootfs, ...(source.version ? { version: source.version } : {}) },
+            registry,
+            repository,
+            bus,
+            signal,
+          });
+        case 'pull':
+          return deps.pullOscontainer({ ref: source.ref, registry, repository, bus, signal });
+      }
+    },
+  );
+}
+
+/** Repository for an oscontainer in our registry: `fixture:2` -> devpivot/fixture-2. */
+export function repositoryName(name: string): string {
+  return `devpivot/${name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')}`;
+}
+
+/** host:port of a registry as the guest reaches it: the host's loopback is 10.0.2.2 under user networking. */
+export function guestHostPort(url: string): string {
+  const parsed = new URL(url);
+  const port = parsed.port || (parsed.protocol === 'https:' ? '443' : '80');
+  const host = ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname) ? '10.0.2.2' : parsed.hostname;
+  return `${host}:${port}`;
+}

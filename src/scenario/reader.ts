@@ -1,0 +1,184 @@
+/**
+ * The position-aware reader of a scenario document: every value is checked where it is written, and a value that
+ * does not fit is an issue with that value's `line:col` (and "did you mean" where a typo is likely). The sections
+ * (`*-section.ts`) are written with it; steps get it through the `StepReader` of `steps-section.ts`.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { isMap, isScalar, isSeq, type Node, type Pair, Scalar, type YAMLMap } from 'yaml';
+import { closest } from '../core/suggest.js';
+import type { Position } from '../steps/reader.js';
+import { parseDuration } from '../steps/units.js';
+import { Issue, type ScenarioIssue } from './error.js';
+
+/** The keys of one mapping, by name: the key node (for issues about the key) and its value. */
+export type MappingFields = Map<string, { key: Node; value: Node | null }>;
+
+const NAME = /^[a-z][a-z0-9-]{0,30}$/;
+
+export class DocumentReader {
+  constructor(
+    readonly at: (node: Node | Pair | null | undefined) => Position,
+    readonly issues: ScenarioIssue[],
+    readonly baseDir: string,
+  ) {}
+
+  /** Names whose definition had an issue: references to them are not reported again. */
+  readonly broken = new Set<string>();
+
+  fail(node: Node | Pair | null | undefined, message: string, hint?: string): never {
+    throw new Issue({ ...this.at(node), message, ...(hint ? { hint } : {}) });
+  }
+
+  /** Run one part; an issue is recorded and parsing goes on with the next part. */
+  guard<T>(fn: () => T): T | undefined {
+    try {
+      return fn();
+    } catch (error) {
+      if (!(error instanceof Issue)) throw error;
+      this.issues.push(error.issue);
+      return undefined;
+    }
+  }
+
+  map(node: Node | null, what: string): YAMLMap<Node, Node | null> {
+    if (!isMap(node)) this.fail(node, `${what} must be a mapping (key: value), got ${describe(node)}`);
+    return node as YAMLMap<Node, Node | null>;
+  }
+
+  /** The keys of a mapping, checked against `allowed`, with "did you mean" for typos. */
+  fields(node: Node | null, what: string, allowed: readonly string[], required: readonly string[] = []): MappingFields {
+    const map = this.map(node, what);
+    const out: MappingFields = new Map();
+    for (const pair of map.items) {
+      const key = pair.key as Node;
+      if (!isScalar(key) || typeof key.value !== 'string') this.fail(key, `${what}: keys must be plain words`);
+      const name = key.value as string;
+      if (!allowed.includes(name)) {
+        const guess = closest(name, allowed);
+        this.guard(() =>
+          this.fail(
+            key,
+            `unknown key '${name}' in ${what}`,
+            guess ? `did you mean '${guess}'?` : `expected one of: ${allowed.join(', ')}`,
+          ),
+        );
+        continue;
+      }
+      out.set(name, { key, value: pair.value });
+    }
+    for (const name of required) {
+      if (!out.has(name)) this.fail(node, `${what} needs '${name}'`);
+    }
+    return out;
+  }
+
+  string(node: Node | null, what: string): string {
+    if (!isScalar(node) || (typeof node.value !== 'string' && typeof node.value !== 'number'))
+      this.fail(node, `${what} must be a string, got ${describe(node)}`);
+    return String((node as { value: unknown }).value);
+  }
+
+  oneOf<T extends string>(node: Node | null, what: string, choices: readonly T[]): T {
+    const value = this.string(node, what);
+    if (!choices.includes(value as T)) {
+      const guess = closest(value, choices);
+      this.fail(
+        node,
+        `${what} must be one of ${choices.join(', ')}; got '${value}'`,
+        guess ? `did you mean '${guess}'?` : undefined,
+      );
+    }
+    return value as T;
+  }
+
+  duration(node: Node | null, what: string): number {
+    const raw = isScalar(node) ? node.value : undefined;
+    const ms = typeof raw === 'string' || typeof raw === 'number' ? parseDuration(raw) : undefined;
+    if (ms === undefined) this.fail(node, `${what} must be a duration like 90s, 5m or 1m30s; got ${describe(node)}`);
+    return ms;
+  }
+
+  integer(node: Node | null, what: string, min: number, max: number): number {
+    const raw = isScalar(node) ? node.value : undefined;
+    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < min || raw > max)
+      this.fail(node, `${what} must be a whole number from ${min} to ${max}; got ${describe(node)}`);
+    return raw as number;
+  }
+
+  boolean(node: Node | null, what: string): boolean {
+    if (!isScalar(node) || typeof node.value !== 'boolean') this.fail(node, `${what} must be true or false`);
+    return node.value as boolean;
+  }
+
+  stringList(node: Node | null, what: string): string[] {
+    if (isScalar(node)) return [this.string(node, what)];
+    if (!isSeq(node)) this.fail(node, `${what} must be a list of strings`);
+    return (node.items as Node[]).map((item, i) => this.string(item, `${what}[${i}]`));
+  }
+
+  regex(node: Node | null, what: string): string {
+    const text = this.string(node, what);
+    try {
+      new RegExp(text);
+    } catch (error) {
+      this.fail(node, `${what} is not a valid regular expression: ${(error as Error).message}`);
+    }
+    return text;
+  }
+
+  /** A path as written, resolved against the scenario file's directory. */
+  path(value: string): string {
+    return isAbsolute(value) ? value : resolve(this.baseDir, value);
+  }
+
+  /** The name of an image, oscontainer or node. */
+  name(key: Node, what: string): string {
+    const name = this.string(key, what);
+    if (!NAME.test(name))
+      this.fail(key, `${what} '${name}' must be lowercase letters, digits and '-', starting with a letter (max 31)`);
+    return name;
+  }
+
+  /** `fixture:N` used directly as a reference registers an implicit image / oscontainer of that name. */
+  ref(node: Node | null, what: string, known: Map<string, unknown>, implicit: (version: string) => unknown): string {
+    const text = this.string(node, what);
+    if (known.has(text) || this.broken.has(text)) return text;
+    const fixture = /^fixture:(\S+)$/.exec(text);
+    if (fixture) {
+      known.set(text, implicit(fixture[1]!));
+      return text;
+    }
+    const guess = closest(text, known.keys());
+    this.fail(
+      node,
+      `${what} '${text}' is not defined`,
+      guess
+        ? `did you mean '${guess}'?`
+        : `define it under ${what.includes('image') ? 'images' : 'oscontainers'}: or use fixture:N`,
+    );
+  }
+}
+
+/** A synthetic scalar carrying another node's position, so errors still point at the source. */
+export function scalarLike(value: string, from?: Node | null): Node {
+  const scalar = new Scalar(value);
+  scalar.range = from?.range ?? [0, 0, 0];
+  return scalar;
+}
+
+/** What a value is, for "must be X, got Y". */
+export function describe(node: Node | null | undefined): string {
+  if (node === null || node === undefined) return 'nothing';
+  if (isMap(node)) return 'a mapping';
+  if (isSeq(node)) return 'a list';
+  if (isScalar(node)) return node.value === null ? 'nothing' : `${typeof node.value} '${String(node.value)}'`;
+  return 'something else';
+}
+
+/** Where a node (or a pair: its key) starts in the text. */
+export function nodeOffset(node: Node | Pair | null | undefined): number {
+  if (!node) return 0;
+  if ('range' in node && node.range) return node.range[0];
+  if ('key' in node) return nodeOffset(node.key as Node) || nodeOffset(node.value as Node);
+  return 0;
+}

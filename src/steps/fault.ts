@@ -1,0 +1,78 @@
+/** `- fault: { registry: down | up | corrupt-blob | slow | clear, rate }`: make the embedded registry misbehave. */
+import { DevpivotError } from '../core/errors.js';
+import type { StepBase, StepDefinition } from './definition.js';
+import type { Position, StepReader, StepSource } from './reader.js';
+import { parseSize } from './units.js';
+
+/** What a `fault` step does to the registry (the list is the type). */
+export const REGISTRY_FAULTS = ['down', 'up', 'corrupt-blob', 'slow', 'clear'] as const;
+export type RegistryFault = (typeof REGISTRY_FAULTS)[number];
+
+export interface FaultStep extends StepBase {
+  kind: 'fault';
+  registry: RegistryFault;
+  /** For `slow`. */
+  bytesPerSecond?: number;
+}
+
+/** Label `fault registry down`, or `fault registry slow 1MiB/s` with the rate as the scenario wrote it. */
+export function faultStep(
+  registry: RegistryFault,
+  pos: Position,
+  rate?: { bytesPerSecond: number; text: string },
+): FaultStep {
+  if (rate)
+    return {
+      kind: 'fault',
+      registry,
+      bytesPerSecond: rate.bytesPerSecond,
+      pos,
+      label: `fault registry ${registry} ${rate.text}/s`,
+    };
+  return { kind: 'fault', registry, pos, label: `fault registry ${registry}` };
+}
+
+export const fault: StepDefinition<FaultStep> = {
+  schema: { keys: ['registry', 'rate'], required: ['registry'], nodes: 'any' },
+  parse({ body, pos }: StepSource, read: StepReader) {
+    const f = read.fields(body, 'fault', fault.schema.keys, fault.schema.required);
+    const registry = read.oneOf(f.get('registry')!.value, 'fault.registry', REGISTRY_FAULTS);
+    if (registry === 'slow') {
+      const raw = f.get('rate')?.value;
+      const text = read.scalarText(raw)?.replace(/\/s$/, '') ?? '1MiB';
+      const bytesPerSecond = parseSize(text, 1);
+      if (bytesPerSecond === undefined) read.fail(raw ?? body, 'fault.rate must be a size per second like 1MiB/s');
+      return faultStep(registry, pos, { bytesPerSecond, text });
+    }
+    if (f.has('rate')) read.fail(f.get('rate')!.key, "'rate' only applies to 'registry: slow'");
+    return faultStep(registry, pos);
+  },
+  async run(step, runtime) {
+    const registry = runtime.registry();
+    if (!registry)
+      throw new DevpivotError('FAULT_EXTERNAL_REGISTRY', 'registry faults need the embedded registry', {
+        hint: "remove 'registry:' from the scenario to use the embedded one",
+      });
+    switch (step.registry) {
+      case 'down':
+        await registry.stop();
+        return;
+      case 'up':
+        await registry.start();
+        return;
+      case 'corrupt-blob':
+        registry.faults.corruptBlobs = true;
+        return;
+      case 'slow':
+        registry.faults.slowBytesPerSecond = step.bytesPerSecond!;
+        return;
+      case 'clear':
+        delete registry.faults.corruptBlobs;
+        delete registry.faults.slowBytesPerSecond;
+        return;
+      default:
+        // every fault has its case: a new one without it does not compile
+        step.registry satisfies never;
+    }
+  },
+};

@@ -1,0 +1,79 @@
+/**
+ * Every step kind, registered once. A step kind is one file of this folder (its type, label, schema, parse and
+ * run); this map is the only list of them. A step type in `Step` without a definition here, or a definition here
+ * without a type in `Step`, fails to compile.
+ */
+import { type AssertStep, assert } from './assert.js';
+import type { StepDefinition } from './definition.js';
+import { type DownStep, down } from './down.js';
+import { type ExpectStep, expect } from './expect.js';
+import { type FaultStep, fault } from './fault.js';
+import { type PivotStep, pivot } from './pivot.js';
+import { type PowerOffStep, powerOff } from './power-off.js';
+import type { StepReader, StepSource } from './reader.js';
+import { type RebootStep, reboot } from './reboot.js';
+import type { StepRuntime } from './runtime.js';
+import { type UpStep, up } from './up.js';
+import { type WaitStep, wait } from './wait.js';
+
+/** A parsed step: one of the kinds of this folder. */
+export type Step =
+  | UpStep
+  | ExpectStep
+  | AssertStep
+  | FaultStep
+  | PowerOffStep
+  | RebootStep
+  | WaitStep
+  | PivotStep
+  | DownStep;
+export type StepKind = Step['kind'];
+export type StepOf<K extends StepKind> = Extract<Step, { kind: K }>;
+
+/** The map of every kind to its definition (its order is the order hints list the kinds in). */
+export const STEPS: { readonly [K in StepKind]: StepDefinition<StepOf<K>> } = {
+  up,
+  expect,
+  assert,
+  fault,
+  'power-off': powerOff,
+  reboot,
+  wait,
+  pivot,
+  down,
+};
+
+/** Every step kind, from the map. */
+export const STEP_KINDS = Object.keys(STEPS) as StepKind[];
+
+export function isStepKind(kind: string): kind is StepKind {
+  return Object.hasOwn(STEPS, kind);
+}
+
+export function parseStep(kind: StepKind, source: StepSource, read: StepReader): Step {
+  return STEPS[kind].parse(source, read);
+}
+
+export function runStep(step: Step, runtime: StepRuntime): Promise<void> {
+  return run(step.kind, step, runtime);
+}
+
+/** The node whose failure the step waits for (fail fast spares it), if any. */
+export function expectsFailureOn(step: Step): string | undefined {
+  return expectsFailure(step.kind, step);
+}
+
+// One generic body per operation: indexing the map with a generic K keeps the kind and the step correlated.
+function run<K extends StepKind>(kind: K, step: StepOf<K>, runtime: StepRuntime): Promise<void> {
+  return STEPS[kind].run(step, runtime);
+}
+
+function expectsFailure<K extends StepKind>(kind: K, step: StepOf<K>): string | undefined {
+  return STEPS[kind].expectsFailureOn?.(step);
+}
+
+export type { StepBase, StepDefinition, StepSchema } from './definition.js';
+export { DEFAULT_WITHIN_MS } from './definition.js';
+export type { Field, Fields, Position, StepReader, StepSource, YamlValue } from './reader.js';
+export type { NodeLogEvent, RegistryControl, StepRuntime } from './runtime.js';
+export { StepFailure } from './runtime.js';

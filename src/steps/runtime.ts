@@ -1,0 +1,65 @@
+/**
+ * What a step's run may do to the world: the engine implements this interface (`src/engine/runtime.ts`) over its
+ * nodes, the VM host and the registry. Steps never touch a VM or the registry directly; every call here carries
+ * its own deadline and stops when the run is stopped (Ctrl-C, the scenario's timeout).
+ */
+import type { DevpivotEvent, EventOf, Stamped } from '../core/events.js';
+import type { RegistryFaults } from '../registry/index.js';
+
+/** What a node's log holds, in the order the bus delivered it: its VM's events and what its guest said. */
+export type NodeLogEvent = Stamped<
+  | EventOf<'vm.console'>
+  | EventOf<'vm.started'>
+  | EventOf<'vm.reboot'>
+  | EventOf<'vm.stopped'>
+  | EventOf<'vm.crashed'>
+  | Extract<DevpivotEvent, { kind: `guest.${string}` }>
+>;
+
+/** A step that did not hold: the run reports the message as the step's error and skips the steps after it. */
+export class StepFailure extends Error {
+  override name = 'StepFailure';
+}
+
+/** The embedded registry as a `fault` step drives it. */
+export interface RegistryControl {
+  /** Mutable while the registry runs: what it does to the blobs it serves. */
+  readonly faults: RegistryFaults;
+  /** Stop listening (an outage). */
+  stop(): Promise<void>;
+  /** Listen again on the same port. */
+  start(): Promise<void>;
+}
+
+export interface StepRuntime {
+  /**
+   * The first event of `node`'s log, from its cursor on, that `match`es; the cursor moves past it, so the next
+   * wait on that node starts after it (events that came while another step ran still count). Every node's log
+   * starts empty and grows by one entry per event, in bus order; a `guest.failure` it returns counts as expected.
+   * Rejects with a StepFailure `<what>: not seen within <ms>` at the deadline, and with a StepFailure at once when
+   * any node other than `expectFailureOn` reports a failure that no step expected (fail fast).
+   */
+  waitFor(
+    node: string,
+    match: (event: NodeLogEvent) => boolean,
+    ms: number,
+    what: string,
+    options?: { expectFailureOn?: string },
+  ): Promise<NodeLogEvent>;
+  /** Let `ms` pass; fails at once, as waitFor does, when a node fails. */
+  pause(ms: number): Promise<void>;
+  /** Define and start a node (fails when it is already up); its cursor moves to the end of its log. */
+  up(node: string): Promise<void>;
+  /** Power a running node off (a hard stop), then on again when `restart`; its cursor moves past the stop. */
+  powerCycle(node: string, restart: boolean): Promise<void>;
+  /** Remove every node of the run (they are down afterwards; a later `up` may define them again). */
+  down(): Promise<void>;
+  /** The embedded registry, or undefined when the scenario uses an external one. */
+  registry(): RegistryControl | undefined;
+  /** The ostree commit an oscontainer carries or an image boots; undefined until known (an image's first boot). */
+  commitOf(name: string): string | undefined;
+  /** Every boot a node reported (`guest.booted`), oldest first. */
+  boots(node: string): readonly { version: string; commit: string }[];
+  /** Every failure a node reported (`guest.failure`), expected or not, oldest first. */
+  failures(node: string): readonly { reason: string }[];
+}

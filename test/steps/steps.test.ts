@@ -1,0 +1,164 @@
+import test from 'ava';
+import { DevpivotError } from '../../src/core/errors.js';
+import type { RegistryFaults } from '../../src/registry/index.js';
+import { assert, assertStep } from '../../src/steps/assert.js';
+import { down } from '../../src/steps/down.js';
+import { expect, expectStep } from '../../src/steps/expect.js';
+import { fault, faultStep } from '../../src/steps/fault.js';
+import {
+  expectsFailureOn,
+  isStepKind,
+  runStep,
+  STEP_KINDS,
+  STEPS,
+  type StepDefinition,
+  type StepKind,
+  type StepOf,
+  type StepRuntime,
+} from '../../src/steps/index.js';
+import { pivot } from '../../src/steps/pivot.js';
+import { powerOff, powerOffStep } from '../../src/steps/power-off.js';
+import { reboot } from '../../src/steps/reboot.js';
+import { up, upStep } from '../../src/steps/up.js';
+import { wait } from '../../src/steps/wait.js';
+
+const pos = { line: 3, col: 5 };
+
+test('the map is the one list of step kinds, in the order hints name them', (t) => {
+  t.deepEqual(STEP_KINDS, ['up', 'expect', 'assert', 'fault', 'power-off', 'reboot', 'wait', 'pivot', 'down']);
+  t.true(isStepKind('power-off'));
+  t.false(isStepKind('poweroff'));
+  t.false(isStepKind('toString'), 'inherited keys are not kinds');
+});
+
+test('a kind without a definition, or a definition without a kind, does not compile', (t) => {
+  type Map = { readonly [K in StepKind]: StepDefinition<StepOf<K>> };
+  // @ts-expect-error: 'down' has a step type but no definition here
+  const missing: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot };
+  // @ts-expect-error: 'sleep' is a definition without a step type
+  const extra: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot, down, sleep: wait };
+  // @ts-expect-error: a definition under another kind's key
+  const swapped: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot: wait, wait, pivot, down };
+  t.truthy(missing && extra && swapped);
+});
+
+test('labels come from the step constructors', (t) => {
+  t.is(upStep(['a', 'b'], pos, 2).label, 'up');
+  t.is(upStep(['b'], pos, 2).label, 'up b');
+  t.is(expectStep({ node: 'n', event: 'booted', withinMs: 300_000, pos }).label, 'expect n booted within 5m');
+  t.is(
+    expectStep({ node: 'n', event: 'booted', booted: 'new', withinMs: 600_000, pos }).label,
+    'expect n booted new within 10m',
+  );
+  t.is(
+    expectStep({ node: 'n', event: 'console', match: 'x.*', withinMs: 90_000, pos }).label,
+    'expect n console /x.*/ within 1m30s',
+  );
+  t.is(
+    expectStep({ node: 'n', event: 'failure', match: 'oom', withinMs: 1500, pos }).label,
+    'expect n failure /oom/ within 1.5s',
+  );
+  t.is(
+    assertStep({ node: 'n', booted: 'new', reboots: 1, failed: false, pos }).label,
+    'assert n booted new reboots=1 failed=false',
+  );
+  t.is(faultStep('slow', pos, { bytesPerSecond: 1024, text: '1KiB' }).label, 'fault registry slow 1KiB/s');
+  t.is(
+    powerOffStep({ node: 'n', when: 'staging', afterMs: 2000, withinMs: 1, restart: true, pos }).label,
+    'power-off n when staging +2s, power on',
+  );
+  t.is(powerOffStep({ node: 'n', afterMs: 0, withinMs: 1, restart: false, pos }).label, 'power-off n');
+});
+
+/** A runtime that records the calls steps make; `boots`/`failures`/`commits` are what nodes "reported". */
+function recordingRuntime(world: { registry?: RegistryFaults; commits?: Record<string, string> } = {}) {
+  const calls: string[] = [];
+  const runtime: StepRuntime = {
+    async waitFor(node, _match, ms, what, options) {
+      calls.push(
+        `waitFor ${node} ${ms} ${what}${options?.expectFailureOn ? ` sparing ${options.expectFailureOn}` : ''}`,
+      );
+      return { kind: 'vm.started', node, domain: 'd', at: 0 };
+    },
+    async pause(ms) {
+      calls.push(`pause ${ms}`);
+    },
+    async up(node) {
+      calls.push(`up ${node}`);
+    },
+    async powerCycle(node, restart) {
+      calls.push(`powerCycle ${node} ${restart}`);
+    },
+    async down() {
+      calls.push('down');
+    },
+    registry() {
+      const faults = world.registry;
+      if (!faults) return undefined;
+      return {
+        faults,
+        stop: async () => void calls.push('registry.stop'),
+        start: async () => void calls.push('registry.start'),
+      };
+    },
+    commitOf: (name) => world.commits?.[name],
+    boots: () => [
+      { version: '1', commit: 'a'.repeat(64) },
+      { version: '2', commit: 'b'.repeat(64) },
+    ],
+    failures: () => [],
+  };
+  return { runtime, calls };
+}
+
+test('power-off waits for the phase, then the delay, then power-cycles', async (t) => {
+  const { runtime, calls } = recordingRuntime();
+  await runStep(powerOffStep({ node: 'n', when: 'staged', afterMs: 20, withinMs: 1000, restart: false, pos }), runtime);
+  t.deepEqual(calls, ['waitFor n 1000 n pivot phase staged', 'pause 20', 'powerCycle n false']);
+});
+
+test('expect: failure spares its node from fail fast; other expects do not', async (t) => {
+  const { runtime, calls } = recordingRuntime();
+  const failure = expectStep({ node: 'n', event: 'failure', match: 'oom', withinMs: 5, pos });
+  await runStep(failure, runtime);
+  t.deepEqual(calls, ['waitFor n 5 n failure /oom/ sparing n']);
+  t.is(expectsFailureOn(failure), 'n');
+  t.is(expectsFailureOn(expectStep({ node: 'n', event: 'booted', withinMs: 5, pos })), undefined);
+  t.is(expectsFailureOn(upStep(['n'], pos, 1)), undefined);
+});
+
+test('assert reports every problem at once', async (t) => {
+  const { runtime } = recordingRuntime({ commits: { new: 'c'.repeat(64) } });
+  const error = await t.throwsAsync(
+    runStep(assertStep({ node: 'n', booted: 'new', reboots: 0, failed: true, pos }), runtime),
+  );
+  t.is(
+    error?.message,
+    `n booted version 2 (${'b'.repeat(12)}), expected new (${'c'.repeat(12)}); n rebooted 1 time(s), expected 0; n reported no failure`,
+  );
+});
+
+test('fault drives the embedded registry and refuses an external one', async (t) => {
+  const faults: RegistryFaults = {};
+  const { runtime, calls } = recordingRuntime({ registry: faults });
+  await runStep(faultStep('slow', pos, { bytesPerSecond: 1024, text: '1KiB' }), runtime);
+  await runStep(faultStep('corrupt-blob', pos), runtime);
+  t.deepEqual(faults, { slowBytesPerSecond: 1024, corruptBlobs: true });
+  await runStep(faultStep('clear', pos), runtime);
+  t.deepEqual(faults, {});
+  await runStep(faultStep('down', pos), runtime);
+  await runStep(faultStep('up', pos), runtime);
+  t.deepEqual(calls, ['registry.stop', 'registry.start']);
+  const external = recordingRuntime().runtime;
+  const error = await t.throwsAsync(runStep(faultStep('down', pos), external), { instanceOf: DevpivotError });
+  t.is((error as DevpivotError).code, 'FAULT_EXTERNAL_REGISTRY');
+});
+
+test('every definition declares where it may stand relative to up', (t) => {
+  const needsRunning = STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'needs-running');
+  t.deepEqual(needsRunning, ['expect', 'assert', 'power-off', 'reboot', 'pivot']);
+  t.deepEqual(
+    STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'starts'),
+    ['up'],
+  );
+});
