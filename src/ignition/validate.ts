@@ -225,10 +225,7 @@ export async function assertValidIgnition(config: object | string, what: string)
     throw new DevpivotError(
       'IGNITION_INVALID',
       `${what} is not a valid Ignition config; ignition-validate says:\n${result.output}`,
-      {
-        hint: 'fix the config (see the Ignition spec for its version), then retry',
-        exitCode: 2,
-      },
+      { exitCode: 2 },
     );
   }
   return result;

@@ -74,7 +74,7 @@ export async function loadFixture(options: FixtureOptions = {}): Promise<Fixture
       others.length > 0
         ? `the fixture OS in ${fixtureRoot(options.env)} is stale (recipe or packages changed; want ${state.key})`
         : `the fixture OS is not built (expected in ${state.dir})`,
-      { hint: 'run: devpivot images build', exitCode: 2 },
+      { exitCode: 2 },
     );
   }
   return readManifest(state.dir);
@@ -107,7 +107,6 @@ export async function buildFixture(options: FixtureBuildOptions = {}): Promise<B
       'FIXTURE_NEEDS_ROOT',
       'building the fixture OS needs root (ostree deploy, mkfs -d ownership)',
       {
-        hint: 'run: sudo devpivot images build',
         exitCode: 2,
       },
     );

@@ -218,10 +218,7 @@ export class LibvirtHost implements VmHost, NodeHost {
 
   async createNode(spec: NodeSpec, signal?: AbortSignal): Promise<LibvirtNode> {
     if (this.#closed) throw new DevpivotError('VM_HOST_CLOSED', 'the libvirt connection is closed');
-    if (!validName(spec.name))
-      throw new DevpivotError('VM_BAD_NODE_NAME', `invalid node name '${spec.name}'`, {
-        hint: 'use lower-case letters, digits and single dashes, e.g. "node1"',
-      });
+    if (!validName(spec.name)) throw new DevpivotError('VM_BAD_NODE_NAME', `invalid node name '${spec.name}'`);
     const name = domainName(this.sessionId, spec.name);
     if (this.#nodes.has(name))
       throw new DevpivotError('VM_NODE_EXISTS', `node ${spec.name} already exists in session ${this.sessionId}`);
