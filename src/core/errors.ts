@@ -1,11 +1,17 @@
+import { ERROR_CODES, type ErrorCode } from './error-codes.js';
+
+export type { ErrorCode } from './error-codes.js';
+
 /**
- * One error type for everything a user can cause or fix. `code` is stable (scripts and tests match on it),
- * `message` says what happened, `hint` says what to do. The CLI's top-level handler prints them.
+ * One error type for everything a user can cause or fix. `code` is one of the catalog (error-codes.ts) and
+ * stable (scripts and tests match on it), `message` says what happened, `hint` says what to do (the catalog's
+ * default when the raiser passes none). The CLI's top-level handler prints them.
  */
 export const ExitCode = { ok: 0, failure: 1, usage: 2 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
 export interface DevpivotErrorOptions {
+  /** Overrides the catalog's default hint for the code. */
   hint?: string;
   cause?: unknown;
   /** 1 for a failed run, 2 for usage or set-up errors. */
@@ -13,22 +19,22 @@ export interface DevpivotErrorOptions {
 }
 
 export class DevpivotError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly hint: string | undefined;
   readonly exitCode: ExitCode;
 
-  constructor(code: string, message: string, options: DevpivotErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: DevpivotErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'DevpivotError';
     this.code = code;
-    this.hint = options.hint;
+    this.hint = options.hint ?? ERROR_CODES[code].hint;
     this.exitCode = options.exitCode ?? ExitCode.failure;
   }
 }
 
 /** Bad command line or bad input file: exit status 2. */
 export class UsageError extends DevpivotError {
-  constructor(message: string, hint?: string, code = 'USAGE') {
+  constructor(message: string, hint?: string, code: ErrorCode = 'USAGE') {
     super(code, message, { hint, exitCode: ExitCode.usage });
     this.name = 'UsageError';
   }

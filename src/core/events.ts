@@ -1,6 +1,8 @@
 /**
- * Every event devpivot emits, as one discriminated union keyed on `kind` (DESIGN §5). Producers live in the
- * registry, oscontainer, vm, guest-watch and engine modules; reporters handle every kind (see `EventFormatters`).
+ * Every event devpivot emits, as one discriminated union keyed on `kind` (docs/ARCHITECTURE.md "## Events and
+ * their contracts"). Producers live in the registry, oscontainer, vm, guest-watch and engine modules, and each
+ * states in its contract how often it emits (vm.*: src/vm/host.ts), so consumers never de-duplicate; reporters
+ * handle every kind (see `EventFormatters`).
  */
 export type PivotPhase = 'pulling' | 'staging' | 'staged' | 'rebooting';
 export const PIVOT_PHASES: readonly PivotPhase[] = ['pulling', 'staging', 'staged', 'rebooting'];

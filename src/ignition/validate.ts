@@ -5,8 +5,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { DevpivotError } from '../core/errors.js';
+import { run } from '../core/exec.js';
 import { decodeDataUrl } from './render.js';
 import { majorOf } from './spec.js';
 
@@ -26,9 +26,10 @@ export async function runIgnitionValidate(config: object | string): Promise<Vali
   try {
     const file = join(dir, 'config.ign');
     await writeFile(file, typeof config === 'string' ? config : JSON.stringify(config));
-    const result = await execa(IGNITION_VALIDATE, [file], { reject: false, stdin: 'ignore', all: true });
-    if ((result as { code?: string }).code === 'ENOENT') return { ok: true, output: '', checked: false };
-    return { ok: result.exitCode === 0, output: (result.all ?? '').trim(), checked: true };
+    const result = await run(IGNITION_VALIDATE, [file], { timeoutMs: 60_000 });
+    if (result.spawnError?.code === 'ENOENT') return { ok: true, output: '', checked: false };
+    const output = result.timedOut ? `${IGNITION_VALIDATE} did not finish within 60 s` : result.all.trim();
+    return { ok: result.code === 0, output, checked: true };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -224,10 +225,7 @@ export async function assertValidIgnition(config: object | string, what: string)
     throw new DevpivotError(
       'IGNITION_INVALID',
       `${what} is not a valid Ignition config; ignition-validate says:\n${result.output}`,
-      {
-        hint: 'fix the config (see the Ignition spec for its version), then retry',
-        exitCode: 2,
-      },
+      { exitCode: 2 },
     );
   }
   return result;

@@ -6,7 +6,8 @@ export interface Lock {
   release(): Promise<void>;
 }
 
-function alive(pid: number): boolean {
+/** Whether process `pid` exists (EPERM: it does, under another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -36,7 +37,7 @@ export async function acquireLock(path: string, signal?: AbortSignal, timeoutMs 
       (info) => Date.now() - info.mtimeMs < 5000,
       () => false,
     );
-    if ((!Number.isFinite(owner) && !young) || (Number.isFinite(owner) && !alive(owner))) {
+    if ((!Number.isFinite(owner) && !young) || (Number.isFinite(owner) && !processAlive(owner))) {
       await rm(path, { force: true });
       continue;
     }

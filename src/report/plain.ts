@@ -12,7 +12,9 @@ const short = (digest: string) => digest.replace(/^sha256:/, '').slice(0, 12);
 
 /**
  * One line per event that matters in a CI log; null for noise (console lines, requests, fine progress). The
- * mapped type makes the compiler demand a formatter for every event kind.
+ * mapped type makes the compiler demand a formatter for every event kind. Events are printed as they come: the
+ * producers guarantee how often they emit (one finished `blob.progress` per blob and client, one `vm.reboot`
+ * per guest reboot), so a reporter never de-duplicates.
  */
 export const plainFormatters: EventFormatters<string | null> = {
   log: (e) => (e.level === 'debug' ? null : `${e.level === 'info' ? '' : `${e.level}: `}${e.source}: ${e.message}`),
@@ -54,7 +56,6 @@ export function formatPlain(event: Stamped): string | null {
 export function createPlainReporter(out: Writable): Reporter {
   let t0: number | undefined;
   const consoles = new Map<string, string[]>();
-  const finished = new Set<string>();
   const write = (at: number, line: string) => {
     t0 ??= at;
     out.write(`[${((at - t0) / 1000).toFixed(1).padStart(6)}s] ${printable(line)}\n`);
@@ -66,12 +67,6 @@ export function createPlainReporter(out: Writable): Reporter {
         lines.push(event.line);
         if (lines.length > CONSOLE_TAIL) lines.shift();
         consoles.set(event.node, lines);
-      }
-      // The registry may report a finished blob twice (final progress and end of response): print it once.
-      if (event.kind === 'blob.progress' && event.sent >= event.total) {
-        const key = `${event.client} ${event.digest}`;
-        if (finished.has(key)) return;
-        finished.add(key);
       }
       const line = formatPlain(event);
       if (line !== null) write(event.at, line);

@@ -1,14 +1,21 @@
+import type { Writable } from 'node:stream';
 import { render } from 'ink';
-import type { CommandContext } from '../cli/command.js';
-import type { Presenter } from '../cli/commands/run.js';
+import type { EventBus } from '../core/bus.js';
+import type { Presenter } from '../report/presenter.js';
 import type { Scenario } from '../scenario/types.js';
 import { App } from './app.js';
+
+/** What the view needs of its caller: the run's bus and the terminal to draw on. */
+export interface TuiOutput {
+  bus: EventBus;
+  stdout: Writable;
+}
 
 /**
  * Mount the Ink view for one run: `q`/`k` abort the run through the presenter's signal (the engine cleans up,
  * or keeps the VMs for `k`); at the end the view shows the summary and unmounts.
  */
-export function tuiPresenter(scenario: Scenario, context: CommandContext): Presenter {
+export function tuiPresenter(scenario: Scenario, context: TuiOutput): Presenter {
   const quit = new AbortController();
   let keep = false;
   const onQuit = (keepVms: boolean) => {

@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import { accessSync, constants, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { startProcess } from '../core/exec.js';
 
 export interface AccelProbe {
   /** The libvirt domain type to use: 'kvm' when hardware virtualisation really works, else 'qemu' (TCG). */
@@ -51,38 +51,27 @@ export async function probeAccel(
 }
 
 function bootUntilBanner(qemu: string, kernel: string, timeoutMs: number): Promise<string> {
+  const args = ['-accel', 'kvm', '-machine', 'pc', '-nodefaults', '-no-user-config', '-display', 'none', '-m', '128'];
+  args.push('-serial', 'stdio', '-no-reboot', '-kernel', kernel, '-append', 'console=ttyS0 earlyprintk=ttyS0 panic=-1');
   return new Promise((resolve) => {
-    const args = ['-accel', 'kvm', '-machine', 'pc', '-nodefaults', '-no-user-config', '-display', 'none', '-m', '128'];
-    args.push(
-      '-serial',
-      'stdio',
-      '-no-reboot',
-      '-kernel',
-      kernel,
-      '-append',
-      'console=ttyS0 earlyprintk=ttyS0 panic=-1',
-    );
-    const child = spawn(qemu, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let output = '';
     let done = false;
     const finish = (result: string) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
-      } catch {}
+      child.kill('SIGKILL');
       resolve(result);
     };
+    const child = startProcess(qemu, args, {
+      onOutput: (text) => {
+        output += text;
+        if (output.includes(KERNEL_BANNER)) finish('ok');
+      },
+    });
     const timer = setTimeout(() => finish(`no guest output within ${timeoutMs / 1000} s under KVM`), timeoutMs);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      if (output.includes(KERNEL_BANNER)) finish('ok');
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('error', (error) => finish(`cannot run ${qemu}: ${error.message}`));
-    child.on('close', (code, signal) => {
+    void child.exited.then(({ code, signal, spawnError }) => {
+      if (spawnError) return finish(`cannot run ${qemu}: ${spawnError.message}`);
       const last =
         output
           .trim()

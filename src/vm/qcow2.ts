@@ -26,7 +26,6 @@ export async function inspectQcow2(path: string): Promise<Qcow2Info> {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT')
       throw new DevpivotError('IMAGE_NOT_FOUND', `image file ${absolute} does not exist`, {
-        hint: 'check the path, or run `devpivot images list` for the images devpivot knows',
         cause: error,
       });
     throw new DevpivotError('IMAGE_UNREADABLE', `cannot read image ${absolute}: ${(error as Error).message}`, {

@@ -39,8 +39,8 @@ export async function sessionWithLog(stateDirectory: string, node: string): Prom
   return undefined;
 }
 
-/** "3m12s", "2h05m", "4d03h" */
-export function formatDuration(ms: number): string {
+/** How long something has run, to the two largest units: "3m12s", "2h05m", "4d03h" (`devpivot ps` UPTIME). */
+export function formatUptime(ms: number): string {
   const s = Math.max(0, Math.floor(ms / 1000));
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);

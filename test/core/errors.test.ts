@@ -1,18 +1,19 @@
 import test from 'ava';
+import { ERROR_CODES, isErrorCode } from '../../src/core/error-codes.js';
 import { DevpivotError, exitCodeOf, formatError, isDebug, UsageError } from '../../src/core/errors.js';
 
 test('a DevpivotError prints its code, message and hint, without a stack trace', (t) => {
-  const error = new DevpivotError('LIBVIRT_DOWN', 'cannot reach libvirt at qemu:///system', {
+  const error = new DevpivotError('LIBVIRT_UNREACHABLE', 'cannot reach libvirt at qemu:///system', {
     hint: 'start libvirtd',
     cause: new Error('ECONNREFUSED'),
   });
   const text = formatError(error, { debug: false });
-  t.is(text, 'error[LIBVIRT_DOWN]: cannot reach libvirt at qemu:///system\nhint: start libvirtd');
+  t.is(text, 'error[LIBVIRT_UNREACHABLE]: cannot reach libvirt at qemu:///system\nhint: start libvirtd');
   t.is(exitCodeOf(error), 1);
 });
 
 test('debug output adds the stack and the cause chain', (t) => {
-  const error = new DevpivotError('X', 'outer', { cause: new Error('inner reason') });
+  const error = new DevpivotError('ABORTED', 'outer', { cause: new Error('inner reason') });
   const text = formatError(error, { debug: true });
   t.regex(text, /\n\s+at /);
   t.regex(text, /caused by:\nError: inner reason/);
@@ -28,4 +29,27 @@ test('DEBUG=devpivot enables debug output, other DEBUG values do not', (t) => {
   t.true(isDebug({ DEBUG: 'express,devpivot' }));
   t.false(isDebug({ DEBUG: 'express' }));
   t.false(isDebug({}));
+});
+
+test('without a hint of its own an error gets the default hint of its code; a hint of its own wins', (t) => {
+  const fallback = new DevpivotError('FIXTURE_MISSING', 'the fixture OS is not built');
+  t.is(fallback.hint, 'run: devpivot images build');
+  t.is(
+    formatError(fallback, { debug: false }),
+    'error[FIXTURE_MISSING]: the fixture OS is not built\nhint: run: devpivot images build',
+  );
+  t.is(new DevpivotError('FIXTURE_MISSING', 'stale', { hint: 'rebuild' }).hint, 'rebuild');
+  t.is(new DevpivotError('SCENARIO_TIMEOUT', 'timeout').hint, undefined, 'a code without a default hint');
+  t.is(new UsageError('bad', undefined, 'IGNITION_HOSTNAME').hint, ERROR_CODES.IGNITION_HOSTNAME.hint);
+});
+
+test('the catalog: upper-case codes, each with a one-line title and a one-line hint if any', (t) => {
+  for (const [code, info] of Object.entries(ERROR_CODES)) {
+    t.regex(code, /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$/);
+    t.true(info.title.length > 0 && !info.title.includes('\n'), code);
+    if (info.hint !== undefined) t.true(info.hint.length > 0 && !info.hint.includes('\n'), code);
+  }
+  t.true(isErrorCode('USAGE'));
+  t.false(isErrorCode('toString'), 'inherited properties are not codes');
+  t.false(isErrorCode('LIBVIRT_DOWN'));
 });

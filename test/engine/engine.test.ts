@@ -272,7 +272,7 @@ test('--keep leaves the VMs; the registry still stops', async (t) => {
 
 test('a set-up failure fails prepare with exit status 2 and skips every step', async (t) => {
   const { result, steps, world } = await runText(OLD_TO_NEW, {
-    startRegistryError: new DevpivotError('REGISTRY_PORT', 'cannot listen on 127.0.0.1:0', {
+    startRegistryError: new DevpivotError('REGISTRY_LISTEN', 'cannot listen on 127.0.0.1:0', {
       hint: 'free a port',
       exitCode: ExitCode.usage,
     }),

@@ -12,7 +12,7 @@ import test, { type ExecutionContext } from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import type { DevpivotEvent, EventOf, Stamped } from '../../src/core/events.js';
 import { DEVPIVOT_XMLNS, volumePrefix } from '../../src/vm/domain-xml.js';
-import { LibvirtError, openHost } from '../../src/vm/index.js';
+import { LibvirtError, type NodeSpec, openHost } from '../../src/vm/index.js';
 import { Connection } from '../../src/vm/libvirt/connection.js';
 import { listDevpivotVolumes } from '../../src/vm/libvirt/inventory.js';
 import { binPath, runCli } from '../helpers/cli.js';
@@ -31,6 +31,30 @@ test.after.always(async () => {
 });
 
 const session = (tag: string) => `test-vm-${tag}-${randomBytes(3).toString('hex')}`;
+
+/** The test guest as node n1: direct kernel boot, 256 MiB, BIOS; `cmdline` is added to the guest's own. */
+function guestNode(options: Partial<NodeSpec> & { cmdline?: string } = {}): NodeSpec {
+  const { cmdline, ...spec } = options;
+  return {
+    name: 'n1',
+    image: guest.baseImage,
+    ignition: '{}',
+    memoryMiB: 256,
+    vcpus: 1,
+    firmware: 'bios',
+    kernel: {
+      path: guest.kernel,
+      initrd: guest.initrd,
+      cmdline: cmdline ? `${guest.cmdline} ${cmdline}` : guest.cmdline,
+    },
+    ...spec,
+  };
+}
+
+/** A host on the private daemon (its own pool), with a fresh state directory. */
+function privateHost(bus: EventBus, sessionId: string, stateDir = mkdtempSync(join(tmpdir(), 'dp-'))) {
+  return openHost({ uri: daemon.tcpUri, sessionId, bus, stateDir, poolPath: daemon.poolPath });
+}
 
 function recorder(bus: EventBus) {
   const events: Stamped[] = [];
@@ -90,15 +114,9 @@ async function bootAndReboot(
   try {
     const token = randomBytes(6).toString('hex');
     const t0 = Date.now();
-    const node = await host.createNode({
-      name: 'n1',
-      image: guest.baseImage,
-      ignition: JSON.stringify({ ignition: { version: '3.3.0' }, token }),
-      memoryMiB: 256,
-      vcpus: 1,
-      firmware: 'bios',
-      kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: guest.cmdline },
-    });
+    const node = await host.createNode(
+      guestNode({ ignition: JSON.stringify({ ignition: { version: '3.3.0' }, token }) }),
+    );
     const createMs = Date.now() - t0;
     t.is(node.domain, `devpivot-${sessionId}-n1`);
     await waitFor('vm.defined', (e) => e.node === 'n1', 1000);
@@ -228,15 +246,7 @@ test.serial('system daemon, UEFI (OVMF): boots, and its NVRAM file goes with the
   const host = await openHost({ uri: 'qemu:///system', sessionId, bus, stateDir: mkdtempSync(join(tmpdir(), 'dp-')) });
   const domain = `devpivot-${sessionId}-n1`;
   try {
-    const node = await host.createNode({
-      name: 'n1',
-      image: guest.baseImage,
-      ignition: '{}',
-      memoryMiB: 256,
-      vcpus: 1,
-      firmware: 'uefi',
-      kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: guest.cmdline },
-    });
+    const node = await host.createNode(guestNode({ firmware: 'uefi' }));
     await node.start();
     await waitFor('vm.console', (e) => e.line.includes('EFI stub'), 60_000);
     await waitFor('vm.console', (e) => e.line === 'devpivot-test: init started', 60_000);
@@ -269,23 +279,9 @@ for (const [mode, expected] of [
       const bus = new EventBus();
       const { events, waitFor } = recorder(bus);
       const sessionId = session(mode);
-      const host = await openHost({
-        uri: daemon.tcpUri,
-        sessionId,
-        bus,
-        stateDir: mkdtempSync(join(tmpdir(), 'dp-')),
-        poolPath: daemon.poolPath,
-      });
+      const host = await privateHost(bus, sessionId);
       try {
-        const node = await host.createNode({
-          name: 'n1',
-          image: guest.baseImage,
-          ignition: '{}',
-          memoryMiB: 256,
-          vcpus: 1,
-          firmware: 'bios',
-          kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: `${guest.cmdline} devpivot.test=${mode}` },
-        });
+        const node = await host.createNode(guestNode({ cmdline: `devpivot.test=${mode}` }));
         await node.start();
         const stopped = await waitFor('vm.stopped', (e) => e.domain === node.domain, 120_000);
         t.is(stopped.reason, expected.stopped);
@@ -313,13 +309,7 @@ test.serial('devpivot down --all removes devpivot domains and volumes, never a f
   foreign.free();
   const stateDir = mkdtempSync(join(tmpdir(), 'devpivot-test-vm-state-'));
   const sessionId = session('down');
-  const host = await openHost({
-    uri: daemon.tcpUri,
-    sessionId,
-    bus: new EventBus(),
-    stateDir,
-    poolPath: daemon.poolPath,
-  });
+  const host = await privateHost(new EventBus(), sessionId, stateDir);
   try {
     await host.createNode({
       name: 'n1',
@@ -376,23 +366,9 @@ test.serial(
     const bus = new EventBus();
     const { waitFor } = recorder(bus);
     const sessionId = session('reconnect');
-    const host = await openHost({
-      uri: daemon.tcpUri,
-      sessionId,
-      bus,
-      stateDir: mkdtempSync(join(tmpdir(), 'dp-')),
-      poolPath: daemon.poolPath,
-    });
+    const host = await privateHost(bus, sessionId);
     try {
-      const node = await host.createNode({
-        name: 'n1',
-        image: guest.baseImage,
-        ignition: '{}',
-        memoryMiB: 256,
-        vcpus: 1,
-        firmware: 'bios',
-        kernel: { path: guest.kernel, initrd: guest.initrd, cmdline: guest.cmdline },
-      });
+      const node = await host.createNode(guestNode());
       await node.start();
       await waitFor('vm.console', (e) => e.line.startsWith('devpivot-test: tick'), 120_000);
       await daemon.stop();

@@ -11,7 +11,7 @@ import {
   newSessionId,
   recordSession,
 } from '../../src/vm/sessions.js';
-import { formatDuration, resolveTarget, sessionWithLog } from '../../src/vm/targets.js';
+import { formatUptime, resolveTarget, sessionWithLog } from '../../src/vm/targets.js';
 
 test('sessions are recorded and the newest is the last one; broken records are skipped', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'devpivot-sessions-'));
@@ -63,9 +63,9 @@ test('session ids', (t) => {
   t.throws(() => assertValidSessionId('../x'), { instanceOf: UsageError });
 });
 
-test('durations', (t) => {
-  t.is(formatDuration(4_000), '4s');
-  t.is(formatDuration(192_000), '3m12s');
-  t.is(formatDuration(2 * 3600_000 + 5 * 60_000), '2h05m');
-  t.is(formatDuration(4 * 86400_000 + 3 * 3600_000), '4d03h');
+test('uptimes: the two largest units', (t) => {
+  t.is(formatUptime(4_000), '4s');
+  t.is(formatUptime(192_000), '3m12s');
+  t.is(formatUptime(2 * 3600_000 + 5 * 60_000), '2h05m');
+  t.is(formatUptime(4 * 86400_000 + 3 * 3600_000), '4d03h');
 });

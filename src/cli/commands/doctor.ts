@@ -1,5 +1,5 @@
 import { libvirtUri, stateDir } from '../../core/paths.js';
-import { type CheckResult, runChecks } from '../../core/requirements.js';
+import { type CheckResult, runChecks } from '../../doctor/checks.js';
 import { type Command, connectOption } from '../command.js';
 
 export function renderTable(results: CheckResult[]): string {

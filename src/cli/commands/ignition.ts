@@ -12,7 +12,6 @@ async function readUserFile(path: string, what: string): Promise<string> {
     return await readFile(path, 'utf8');
   } catch (error) {
     throw new DevpivotError('FILE_UNREADABLE', `cannot read ${what} ${path}: ${(error as Error).message}`, {
-      hint: 'check the path',
       exitCode: 2,
       cause: error,
     });

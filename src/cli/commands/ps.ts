@@ -1,7 +1,7 @@
 import { stateDir } from '../../core/paths.js';
 import { Connection } from '../../vm/libvirt/connection.js';
 import { listDevpivotDomains } from '../../vm/libvirt/inventory.js';
-import { formatDuration, resolveTarget } from '../../vm/targets.js';
+import { formatUptime, resolveTarget } from '../../vm/targets.js';
 import { type Command, connectOption } from '../command.js';
 
 export const command: Command = {
@@ -29,7 +29,7 @@ export const command: Command = {
           session: d.session,
           node: d.node,
           state: d.state,
-          uptime: d.started ? formatDuration(now - Date.parse(d.started)) : '-',
+          uptime: d.started ? formatUptime(now - Date.parse(d.started)) : '-',
           startedAt: d.started ?? null,
           image: d.image,
         }));

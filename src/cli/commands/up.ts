@@ -1,5 +1,5 @@
 import type { Command } from '../command.js';
-import { ciPresenter, DEFAULT_SCENARIO, runScenarioFiles, scenarioOptions } from './run.js';
+import { ciPresenter, DEFAULT_SCENARIO, runScenarioFiles, scenarioOptions } from '../scenario-run.js';
 
 /** The Ink view only where someone watches: a terminal, and not CI. */
 export function interactive(stdout: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {

@@ -27,17 +27,11 @@ export async function attachConsole(
 ): Promise<'detached' | 'ended' | 'aborted'> {
   const name = domainName(session, node);
   const domain = await conn.lookupDomain(name);
-  if (!domain)
-    throw new DevpivotError('VM_NOT_FOUND', `no node ${node} in session ${session} on ${conn.uri}`, {
-      hint: 'list nodes with `devpivot ps`; pick a session with --session ID',
-    });
+  if (!domain) throw new DevpivotError('VM_NOT_FOUND', `no node ${node} in session ${session} on ${conn.uri}`);
   const stream = conn.newStream(true);
   try {
     const meta = parseMetadataElement((await domain.metadata(DEVPIVOT_XMLNS)) ?? '');
-    if (!meta)
-      throw new DevpivotError('VM_NOT_DEVPIVOT', `domain ${name} was not created by devpivot`, {
-        hint: 'devpivot only attaches to its own VMs; use `virsh console` for others',
-      });
+    if (!meta) throw new DevpivotError('VM_NOT_DEVPIVOT', `domain ${name} was not created by devpivot`);
     if (!(await domain.isActive()))
       throw new DevpivotError('VM_NOT_RUNNING', `node ${node} (${name}) is not running`, {
         hint: `read what it printed with \`devpivot logs ${node} --session ${session}\``,

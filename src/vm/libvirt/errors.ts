@@ -1,4 +1,4 @@
-import { DevpivotError } from '../../core/errors.js';
+import { DevpivotError, type ErrorCode } from '../../core/errors.js';
 import { decodeError, libvirt, type Ptr, type RawError, registerCallback } from './ffi.js';
 
 /** libvirt's virErrorNumber values devpivot reacts to. */
@@ -38,7 +38,7 @@ export class LibvirtError extends DevpivotError {
   readonly operation: string;
 
   constructor(
-    code: string,
+    code: ErrorCode,
     message: string,
     detail: LibvirtErrorDetail,
     operation: string,
@@ -92,7 +92,7 @@ export function errorSince(mark: number): LibvirtErrorDetail | undefined {
   return { code: entry.code, domain: entry.domain, message: entry.message };
 }
 
-/** Turn a libvirt failure into a user-facing error with a stable code and a hint. */
+/** Turn a libvirt failure into a user-facing error with a stable code and a hint (the catalog's, or a specific one). */
 export function toLibvirtError(operation: string, detail: LibvirtErrorDetail | undefined, uri?: string): LibvirtError {
   const d = detail ?? { code: 1, domain: 0, message: 'libvirt reported a failure without details' };
   const where = uri ? ` (${uri})` : '';
@@ -104,14 +104,9 @@ export function toLibvirtError(operation: string, detail: LibvirtErrorDetail | u
         `permission denied on the libvirt socket${where}: ${text}`,
         d,
         operation,
-        {
-          hint: 'run as root, or add your user to the "libvirt" group (then log in again), or use --connect qemu:///session',
-        },
       );
     }
-    return new LibvirtError('LIBVIRT_UNREACHABLE', `cannot reach libvirt${where}: ${text}`, d, operation, {
-      hint: 'start the daemon (libvirtd -d, or systemctl start libvirtd) or check --connect / LIBVIRT_DEFAULT_URI',
-    });
+    return new LibvirtError('LIBVIRT_UNREACHABLE', `cannot reach libvirt${where}: ${text}`, d, operation);
   }
   if (d.code === VirErr.accessDenied || d.code === VirErr.authFailed || /Permission denied/i.test(text)) {
     return new LibvirtError(
@@ -132,12 +127,7 @@ export function toLibvirtError(operation: string, detail: LibvirtErrorDetail | u
       `this hypervisor cannot pass Ignition through fw_cfg: ${text}`,
       d,
       operation,
-      {
-        hint: 'use libvirt >= 6.5 with QEMU >= 2.4 on x86_64, or a platform that reads Ignition another way',
-      },
     );
   }
-  return new LibvirtError('LIBVIRT_ERROR', `libvirt ${operation} failed${where}: ${text}`, d, operation, {
-    hint: 'see the libvirt message above; `virsh` with the same URI shows the same state',
-  });
+  return new LibvirtError('LIBVIRT_ERROR', `libvirt ${operation} failed${where}: ${text}`, d, operation);
 }

@@ -1,7 +1,8 @@
 /**
- * The libvirt C API as koffi declarations. This is the ONLY module that imports koffi (DESIGN §4): everything
- * above it goes through the typed wrappers in this folder, which free handles, turn failures into LibvirtError
- * and run blocking calls on libuv worker threads (`.async`).
+ * The libvirt C API as koffi declarations. This is the ONLY module that imports koffi (docs/ARCHITECTURE.md
+ * "## Layers"; test/architecture.test.ts checks it): everything above it goes through the typed wrappers in this
+ * folder, which free handles, turn failures into LibvirtError and run blocking calls on libuv worker threads
+ * (`.async`).
  *
  * Pointers are koffi 3 BigInts (NULL is `null`). Strings that libvirt allocates for the caller are declared with
  * a disposable type so koffi frees them after converting them to JS strings.

@@ -10,20 +10,19 @@ import {
   domainName,
   domainXml,
   fwCfgMethod,
-  metadataElement,
   parseMetadataElement,
   validName,
   volumeName,
   volumeXml,
 } from '../domain-xml.js';
-import type { NodeSpec, VmHost, VmNode } from '../host.js';
+import type { NodeSpec, VmHost } from '../host.js';
 import { digestCacheFile, imageDigest, inspectQcow2 } from '../qcow2.js';
 import { assertValidSessionId, consoleLogPath, newSessionId, recordSession } from '../sessions.js';
 import { Connection, LifecycleEvent, UndefineFlag } from './connection.js';
-import { ConsoleWatch } from './console-watch.js';
-import { LibvirtError, VirErr } from './errors.js';
 import { cleanup } from './inventory.js';
-import { createDataVolume, ensureBaseVolume, ensurePool, POOL_NAME } from './pool.js';
+import { type LifecycleOutput, LifecycleTranslator } from './lifecycle.js';
+import { LibvirtNode, type NodeHost } from './node.js';
+import { createDataVolume, ensureBaseVolume, ensurePool } from './pool.js';
 import type { StoragePool } from './storage.js';
 
 export interface OpenHostOptions {
@@ -42,10 +41,6 @@ export interface OpenHostOptions {
 
 /** Kept for callers of the earlier name: the contract's NodeSpec now has the optional `kernel` itself. */
 export type LibvirtNodeSpec = NodeSpec;
-
-const REBOOT_DEDUP_MS = 1000;
-const STOP_REASONS = ['shutdown', 'destroyed', 'crashed', 'migrated', 'saved', 'failed', 'restored from snapshot'];
-const CRASH_REASONS = ['panicked', 'crashloaded'];
 
 let localAccel: Promise<'kvm' | 'qemu'> | undefined;
 
@@ -73,7 +68,8 @@ export async function openHost(options: OpenHostOptions): Promise<LibvirtHost> {
   }
 }
 
-export class LibvirtHost implements VmHost {
+/** The VmHost contract (../host.ts) over one libvirt connection; it reconnects when the daemon restarts. */
+export class LibvirtHost implements VmHost, NodeHost {
   readonly uri: string;
   readonly sessionId: string;
   readonly libVersion: number;
@@ -83,10 +79,8 @@ export class LibvirtHost implements VmHost {
   #conn: Connection;
   #unsubscribe: (() => Promise<void>) | undefined;
   readonly #nodes = new Map<string, LibvirtNode>();
-  readonly #lastReboot = new Map<string, number>();
-  readonly #shutdownCause = new Map<string, string>();
-  /** Domains that reported a CRASHED event: their following STOPPED(crashed) is not a second crash. */
-  readonly #crashReported = new Set<string>();
+  /** Lives as long as the host (not the connection): a REBOOT pair split by a reconnect is still one reboot. */
+  readonly #lifecycle = new LifecycleTranslator();
   #pool: Promise<{ pool: StoragePool; path: string }> | undefined;
   readonly #baseUploads = new Map<string, Promise<{ name: string; path: string }>>();
   #closed = false;
@@ -150,45 +144,17 @@ export class LibvirtHost implements VmHost {
   #onLifecycle(domain: string, event: number, detail: number): void {
     const node = this.#nodes.get(domain);
     if (!node) return;
-    const base = { node: node.name, domain };
-    switch (event) {
-      case LifecycleEvent.started:
-        this.#shutdownCause.delete(domain);
-        this.#crashReported.delete(domain);
-        this.emit({ kind: 'vm.started', ...base });
-        break;
-      case LifecycleEvent.shutdown:
-        this.#shutdownCause.set(
-          domain,
-          detail === 1 ? 'guest shut down' : detail === 2 ? 'host shut down' : 'shutdown',
-        );
-        break;
-      case LifecycleEvent.stopped: {
-        node.console.domainStopped();
-        const reason =
-          detail === 0 ? (this.#shutdownCause.get(domain) ?? 'shutdown') : (STOP_REASONS[detail] ?? `detail ${detail}`);
-        this.#shutdownCause.delete(domain);
-        if (detail === 2 && !this.#crashReported.has(domain))
-          this.emit({ kind: 'vm.crashed', ...base, reason: 'crashed' });
-        this.emit({ kind: 'vm.stopped', ...base, reason });
-        break;
-      }
-      case LifecycleEvent.crashed:
-        this.#crashReported.add(domain);
-        this.emit({ kind: 'vm.crashed', ...base, reason: CRASH_REASONS[detail] ?? `detail ${detail}` });
-        break;
-    }
+    if (event === LifecycleEvent.stopped) node.console.domainStopped();
+    this.#emitAll(this.#lifecycle.lifecycle(node.name, domain, event, detail));
   }
 
-  /** A guest reboot raises two REBOOT events ~60 ms apart (guest reset, then qemu's): report one. */
   #onReboot(domain: string): void {
     const node = this.#nodes.get(domain);
-    if (!node) return;
-    const now = Date.now();
-    const last = this.#lastReboot.get(domain) ?? 0;
-    this.#lastReboot.set(domain, now);
-    if (now - last < REBOOT_DEDUP_MS) return;
-    this.emit({ kind: 'vm.reboot', node: node.name, domain });
+    if (node) this.#emitAll(this.#lifecycle.reboot(node.name, domain));
+  }
+
+  #emitAll(events: LifecycleOutput[]): void {
+    for (const event of events) this.emit(event);
   }
 
   async #reconnect(): Promise<void> {
@@ -252,10 +218,7 @@ export class LibvirtHost implements VmHost {
 
   async createNode(spec: NodeSpec, signal?: AbortSignal): Promise<LibvirtNode> {
     if (this.#closed) throw new DevpivotError('VM_HOST_CLOSED', 'the libvirt connection is closed');
-    if (!validName(spec.name))
-      throw new DevpivotError('VM_BAD_NODE_NAME', `invalid node name '${spec.name}'`, {
-        hint: 'use lower-case letters, digits and single dashes, e.g. "node1"',
-      });
+    if (!validName(spec.name)) throw new DevpivotError('VM_BAD_NODE_NAME', `invalid node name '${spec.name}'`);
     const name = domainName(this.sessionId, spec.name);
     if (this.#nodes.has(name))
       throw new DevpivotError('VM_NODE_EXISTS', `node ${spec.name} already exists in session ${this.sessionId}`);
@@ -385,110 +348,5 @@ export class LibvirtHost implements VmHost {
     this.#pool?.then(({ pool }) => pool.free()).catch(() => {});
     await this.#unsubscribe?.().catch(() => {});
     await this.#conn.close();
-  }
-}
-
-export class LibvirtNode implements VmNode {
-  readonly name: string;
-  readonly domain: string;
-  readonly consoleLog: string;
-  readonly console: ConsoleWatch;
-  readonly #host: LibvirtHost;
-
-  constructor(host: LibvirtHost, name: string, domain: string, consoleLog: string) {
-    this.#host = host;
-    this.name = name;
-    this.domain = domain;
-    this.consoleLog = consoleLog;
-    this.console = new ConsoleWatch({
-      domain,
-      logPath: consoleLog,
-      connection: () => host.connection,
-      onLine: (line) => host.emit({ kind: 'vm.console', node: name, line }),
-      onWarning: (message) => host.warn(message),
-    });
-  }
-
-  async #lookup() {
-    const domain = await this.#host.connection.lookupDomain(this.domain);
-    if (!domain)
-      throw new DevpivotError('VM_NOT_FOUND', `domain ${this.domain} does not exist on ${this.#host.uri}`, {
-        hint: 'it was removed outside devpivot (virsh undefine?); create the node again',
-      });
-    return domain;
-  }
-
-  /** Boot: start paused, attach the console, record the start time, then let the CPU run (no output is lost). */
-  async start(): Promise<void> {
-    const domain = await this.#lookup();
-    try {
-      await domain.startPaused();
-      try {
-        await this.console.attach();
-      } catch (error) {
-        this.#host.warn(`console of ${this.domain} not attached: ${(error as Error).message}`);
-        this.console.reattachSoon();
-      }
-      const xml = await domain.metadata(DEVPIVOT_XMLNS).catch(() => undefined);
-      const meta = xml ? parseMetadataElement(xml) : undefined;
-      if (meta) {
-        const live = metadataElement(meta, { started: new Date().toISOString() });
-        await domain
-          .setMetadata(live, 'devpivot', DEVPIVOT_XMLNS, 1)
-          .catch((error) => this.#host.warn(`cannot record the start time of ${this.domain}: ${error.message}`));
-      }
-      await domain.resume();
-    } finally {
-      domain.free();
-    }
-  }
-
-  async powerOff(): Promise<void> {
-    const domain = await this.#lookup();
-    try {
-      await domain.destroy();
-    } catch (error) {
-      if (!(error instanceof LibvirtError && error.is(VirErr.operationInvalid))) throw error;
-    } finally {
-      domain.free();
-    }
-  }
-
-  /** Destroy, undefine and delete this node's volumes. Never throws. */
-  async destroy(): Promise<void> {
-    this.console.detach();
-    try {
-      const conn = this.#host.connection;
-      const domain = await conn.lookupDomain(this.domain);
-      let volumes: string[] = [];
-      if (domain) {
-        try {
-          volumes = parseMetadataElement((await domain.metadata(DEVPIVOT_XMLNS)) ?? '')?.volumes ?? [];
-          if (await domain.isActive()) await domain.destroy().catch(() => {});
-          await domain.undefine(UndefineFlag.nvram | UndefineFlag.managedSave);
-        } finally {
-          domain.free();
-        }
-      }
-      const pool = await conn.lookupPool(POOL_NAME);
-      if (pool) {
-        try {
-          await pool.refresh().catch(() => {});
-          for (const name of volumes) {
-            const volume = await pool.lookupVolume(name).catch(() => undefined);
-            if (!volume) continue;
-            await volume
-              .delete()
-              .catch((error) => this.#host.warn(`cannot delete volume ${name}: ${(error as Error).message}`))
-              .finally(() => volume.free());
-          }
-        } finally {
-          pool.free();
-        }
-      }
-    } catch (error) {
-      this.#host.warn(`destroying ${this.domain} failed: ${(error as Error).message}`);
-    }
-    this.#host.forget(this);
   }
 }

@@ -1,7 +1,12 @@
+/**
+ * What `devpivot doctor` checks on this machine: each requirement, whether it is met, and how to meet it.
+ * (Its own layer: it asks the VM layer how KVM behaves, which core may not.)
+ */
+
 import { existsSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { run } from '../core/exec.js';
 import { probeAccelCached } from '../vm/accel.js';
-import { run } from './exec.js';
 
 /** One row of `devpivot doctor`. `required: false` rows inform but never fail the check. */
 export interface CheckResult {

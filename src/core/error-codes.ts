@@ -1,0 +1,182 @@
+/**
+ * Every error code devpivot reports, in one place (the idea of astro's core/errors/errors-data.ts): its title,
+ * and the hint to print when the place that raises it has nothing more specific to say. `DevpivotError` only
+ * accepts these codes, so a new code is added here first. Codes are stable: scripts and tests match on them.
+ *
+ * A code without a default hint is raised with a hint that depends on the case, or where the message says it
+ * all. See docs/ARCHITECTURE.md "## Errors".
+ */
+export interface ErrorInfo {
+  /** What went wrong, in general; the message says it for the case at hand. */
+  title: string;
+  /** What to do, unless the call site passes a hint of its own. */
+  hint?: string;
+}
+
+const CATALOG = {
+  // Command line, scenarios and runs
+  USAGE: { title: 'Bad command line or input' },
+  ABORTED: { title: 'Stopped on request (Ctrl-C, or q in the view)' },
+  DEADLINE: {
+    title: 'A phase did not finish in time',
+    hint: 'look at the console of the node (devpivot console NODE) or raise the deadline in the scenario',
+  },
+  FILE_UNREADABLE: { title: 'An input file cannot be read', hint: 'check the path' },
+  SCENARIO_INVALID: {
+    title: 'The scenario file does not follow the schema',
+    hint: 'see scenarios/README.md for the schema',
+  },
+  SCENARIO_NOT_FOUND: {
+    title: 'The scenario file does not exist',
+    hint: 'pass a path to a .yaml scenario, e.g. scenarios/old-to-new.yaml',
+  },
+  SCENARIO_TIMEOUT: { title: "The scenario's overall timeout ran out" },
+  FAULT_EXTERNAL_REGISTRY: {
+    title: 'A registry fault was asked for while the scenario uses an external registry',
+    hint: "remove 'registry:' from the scenario to use the embedded one",
+  },
+
+  // The fixture OS and disk images
+  FIXTURE_MISSING: { title: 'The fixture OS is not built, or is stale', hint: 'run: devpivot images build' },
+  FIXTURE_NEEDS_ROOT: { title: 'Building the fixture OS needs root', hint: 'run: sudo devpivot images build' },
+  FIXTURE_NO_KERNEL: {
+    title: 'No host kernel to build the fixture OS with',
+    hint: 'install one: apt-get install linux-image-amd64',
+  },
+  FIXTURE_PACKAGES: { title: 'Debian packages the fixture OS is made of are missing' },
+  FIXTURE_LOCKED: { title: 'Another fixture build holds the lock' },
+  FIXTURE_BUILD_FAILED: { title: 'The fixture recipe failed' },
+  FIXTURE_BUILD_ABORTED: { title: 'The fixture build was interrupted; nothing was kept' },
+  FIXTURE_VERSION: { title: 'The fixture has no such version', hint: 'use fixture:N with one of those versions' },
+  FIXTURE_NO_DISK: { title: 'This fixture version has no disk: it is reached by pivoting' },
+  IMAGE_NOT_FOUND: {
+    title: 'The disk image does not exist',
+    hint: 'check the path, or run `devpivot images list` for the images devpivot knows',
+  },
+  IMAGE_UNREADABLE: { title: 'The disk image cannot be read' },
+  IMAGE_NOT_QCOW2: { title: 'The disk image is not qcow2 (version 2 or 3)' },
+  IMAGE_HAS_BACKING_FILE: { title: 'The disk image has a backing file' },
+  IMAGE_DOWNLOAD: {
+    title: 'The disk image could not be downloaded',
+    hint: 'check the URL, or download it yourself and use { path, sha256 }',
+  },
+  IMAGE_CHECKSUM: {
+    title: "The disk image does not match the scenario's sha256",
+    hint: 'the file is not the one the scenario names: fix the sha256 or the file',
+  },
+
+  // VMs and libvirt
+  LIBVIRT_UNREACHABLE: {
+    title: 'libvirt does not answer',
+    hint: 'start the daemon (libvirtd -d, or systemctl start libvirtd) or check --connect / LIBVIRT_DEFAULT_URI',
+  },
+  LIBVIRT_PERMISSION: {
+    title: 'libvirt refused for lack of permission',
+    hint: 'run as root, or add your user to the "libvirt" group (then log in again), or use --connect qemu:///session',
+  },
+  LIBVIRT_ERROR: {
+    title: 'A libvirt call failed',
+    hint: 'see the libvirt message above; `virsh` with the same URI shows the same state',
+  },
+  VM_FWCFG_UNSUPPORTED: {
+    title: 'The hypervisor cannot pass Ignition through fw_cfg',
+    hint: 'use libvirt >= 6.5 with QEMU >= 2.4 on x86_64, or a platform that reads Ignition another way',
+  },
+  VM_HOST_CLOSED: { title: 'The libvirt connection of this run is closed' },
+  VM_BAD_NODE_NAME: {
+    title: 'Invalid node name',
+    hint: 'use lower-case letters, digits and single dashes, e.g. "node1"',
+  },
+  VM_NODE_EXISTS: { title: 'A node of that name already exists in this session' },
+  VM_NAME_TAKEN: { title: "A domain of that name exists and is not this session's" },
+  VM_NOT_FOUND: {
+    title: 'No such node (domain)',
+    hint: 'list nodes with `devpivot ps`; pick a session with --session ID',
+  },
+  VM_NOT_DEVPIVOT: {
+    title: 'The domain was not created by devpivot',
+    hint: 'devpivot only attaches to its own VMs; use `virsh console` for others',
+  },
+  VM_NOT_RUNNING: { title: 'The node is not running' },
+  VM_POOL_PATH_UNKNOWN: { title: "The 'devpivot' storage pool has no known directory" },
+  CONSOLE_BUSY: { title: 'The console of the node is in use' },
+  CONSOLE_LOG_MISSING: { title: 'No console log for that node' },
+
+  // Ignition
+  IGNITION_INVALID: {
+    title: 'The Ignition config is not valid',
+    hint: 'fix the config (see the Ignition spec for its version), then retry',
+  },
+  IGNITION_SPEC: { title: 'Unsupported Ignition spec version' },
+  IGNITION_SPEC_MISMATCH: { title: "The extra config's spec is newer than the one generated" },
+  IGNITION_KERNEL_ARG: { title: 'Invalid kernel argument change' },
+  IGNITION_IMAGE_NOT_PINNED: {
+    title: 'The legacy driver needs the image by digest',
+    hint: 'use HOST:PORT/REPO@sha256:… (devpivot build prints it)',
+  },
+  IGNITION_REGISTRY: {
+    title: 'Invalid registry address',
+    hint: 'write HOST:PORT as the guest reaches it, e.g. 10.0.2.2:5000',
+  },
+  IGNITION_HOSTNAME: { title: 'Invalid hostname', hint: 'use letters, digits, dots and hyphens' },
+  IGNITION_CA: { title: 'The registry CA is not a PEM certificate', hint: 'pass the registry CA in PEM format' },
+
+  // Oscontainers, ostree and the registry client
+  BAD_REFERENCE: {
+    title: 'Invalid image reference',
+    hint: 'write HOST:PORT/REPOSITORY[:TAG][@sha256:DIGEST], e.g. 127.0.0.1:5000/os/rhcos:v2',
+  },
+  BUILD_NO_SOURCE: {
+    title: 'Nothing to build an oscontainer from',
+    hint: 'pass --ostree-repo REPO --commit COMMIT, --from-dir ROOTFS --version V, or --fixture N',
+  },
+  BUILD_NEEDS_VERSION: { title: 'The oscontainer needs a version', hint: 'pass --version, e.g. --version 2.0' },
+  NOT_AN_OSCONTAINER: { title: 'The image is not an oscontainer or bootable container image' },
+  NO_MATCHING_PLATFORM: {
+    title: 'The image index has no linux/amd64 image',
+    hint: 'pass --all to copy every platform',
+  },
+  OSTREE_FAILED: { title: 'An ostree command failed' },
+  OSTREE_COMMIT_NOT_FOUND: { title: 'No such ostree commit or ref' },
+  AUTH_FILE_INVALID: { title: 'The registry auth file cannot be used' },
+  REGISTRY_UNREACHABLE: { title: 'The registry does not answer' },
+  REGISTRY_AUTH_FAILED: { title: 'The registry refused the credentials' },
+  REGISTRY_ERROR: { title: 'The registry answered with an error' },
+  NOT_FOUND: { title: 'The registry does not have it' },
+  DIGEST_MISMATCH: { title: 'The registry served content that does not match its digest' },
+  BLOB_DOWNLOAD_FAILED: { title: 'A blob download failed', hint: 'check the network and the registry, then retry' },
+
+  // The embedded registry: the distribution spec's error codes ("Error Codes"), plus listening
+  REGISTRY_LISTEN: { title: 'The registry cannot listen on that address' },
+  BLOB_UNKNOWN: { title: 'Blob unknown to registry' },
+  BLOB_UPLOAD_INVALID: { title: 'Blob upload invalid' },
+  BLOB_UPLOAD_UNKNOWN: { title: 'Blob upload unknown to registry' },
+  DIGEST_INVALID: {
+    title: 'Provided digest did not match uploaded content',
+    hint: 'the content does not hash to the digest given: check the digest and resend the content',
+  },
+  MANIFEST_BLOB_UNKNOWN: {
+    title: 'Manifest references a manifest or blob unknown to registry',
+    hint: 'push every config and layer blob (and every child manifest of an index) before the manifest',
+  },
+  MANIFEST_INVALID: { title: 'Manifest invalid' },
+  MANIFEST_UNKNOWN: { title: 'Manifest unknown to registry' },
+  NAME_INVALID: {
+    title: 'Invalid repository name',
+    hint: 'repository names are lowercase path components like "devpivot/os" (spec: [a-z0-9]+ with . _ __ - separators)',
+  },
+  NAME_UNKNOWN: { title: 'Repository name not known to registry' },
+  SIZE_INVALID: { title: 'Provided length did not match content length' },
+  UNAUTHORIZED: { title: 'Authentication required' },
+  DENIED: { title: 'Requested access to the resource is denied' },
+  UNSUPPORTED: { title: 'The operation is unsupported' },
+  TOOMANYREQUESTS: { title: 'Too many requests' },
+} satisfies Record<string, ErrorInfo>;
+
+export type ErrorCode = keyof typeof CATALOG;
+
+export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorInfo>> = CATALOG;
+
+export function isErrorCode(value: string): value is ErrorCode {
+  return Object.hasOwn(CATALOG, value);
+}

@@ -1,0 +1,78 @@
+import type { EventOf } from '../../core/events.js';
+import { LifecycleEvent } from './connection.js';
+
+/** The vm.* events a libvirt domain event becomes. */
+export type LifecycleOutput =
+  | EventOf<'vm.started'>
+  | EventOf<'vm.stopped'>
+  | EventOf<'vm.crashed'>
+  | EventOf<'vm.reboot'>;
+
+/** Two REBOOT events of one domain closer than this are one guest reboot (libvirt sends two ~60 ms apart). */
+export const REBOOT_MERGE_MS = 1000;
+
+/** virDomainEventStoppedDetailType, by value. */
+const STOP_REASONS = ['shutdown', 'destroyed', 'crashed', 'migrated', 'saved', 'failed', 'restored from snapshot'];
+/** virDomainEventCrashedDetailType, by value. */
+const CRASH_REASONS = ['panicked', 'crashloaded'];
+const STOPPED_CRASHED = 2;
+
+/**
+ * Translates libvirt's lifecycle and reboot callbacks of one connection into vm.* events, keeping the little
+ * per-domain state that needs: the cause of a coming stop (SHUTDOWN precedes STOPPED), whether a crash was
+ * already reported, and the time of the last REBOOT. This is where the VmHost contract's "exactly one
+ * `vm.reboot` per guest reboot" and "one `vm.crashed` per crash" are kept; consumers do not de-duplicate.
+ * Pure apart from the clock it is given, so the rules are unit-tested without libvirt.
+ */
+export class LifecycleTranslator {
+  readonly #shutdownCause = new Map<string, string>();
+  /** Domains that reported a CRASHED event: their following STOPPED(crashed) is not a second crash. */
+  readonly #crashReported = new Set<string>();
+  readonly #lastReboot = new Map<string, number>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  /** A lifecycle callback (`event` a LifecycleEvent, `detail` its detail type) of `domain`, which is `node`. */
+  lifecycle(node: string, domain: string, event: number, detail: number): LifecycleOutput[] {
+    const base = { node, domain };
+    switch (event) {
+      case LifecycleEvent.started:
+        this.#shutdownCause.delete(domain);
+        this.#crashReported.delete(domain);
+        return [{ kind: 'vm.started', ...base }];
+      case LifecycleEvent.shutdown:
+        this.#shutdownCause.set(
+          domain,
+          detail === 1 ? 'guest shut down' : detail === 2 ? 'host shut down' : 'shutdown',
+        );
+        return [];
+      case LifecycleEvent.stopped: {
+        const reason =
+          detail === 0 ? (this.#shutdownCause.get(domain) ?? 'shutdown') : (STOP_REASONS[detail] ?? `detail ${detail}`);
+        this.#shutdownCause.delete(domain);
+        const out: LifecycleOutput[] = [];
+        if (detail === STOPPED_CRASHED && !this.#crashReported.has(domain))
+          out.push({ kind: 'vm.crashed', ...base, reason: 'crashed' });
+        out.push({ kind: 'vm.stopped', ...base, reason });
+        return out;
+      }
+      case LifecycleEvent.crashed:
+        this.#crashReported.add(domain);
+        return [{ kind: 'vm.crashed', ...base, reason: CRASH_REASONS[detail] ?? `detail ${detail}` }];
+      default:
+        return [];
+    }
+  }
+
+  /** A REBOOT callback: one guest reboot raises two (the guest's reset, then qemu's), ~60 ms apart. */
+  reboot(node: string, domain: string): LifecycleOutput[] {
+    const now = this.#now();
+    const last = this.#lastReboot.get(domain);
+    this.#lastReboot.set(domain, now);
+    if (last !== undefined && now - last < REBOOT_MERGE_MS) return [];
+    return [{ kind: 'vm.reboot', node, domain }];
+  }
+}

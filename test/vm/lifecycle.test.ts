@@ -1,0 +1,57 @@
+import test from 'ava';
+import { LifecycleEvent } from '../../src/vm/libvirt/connection.js';
+import { LifecycleTranslator, REBOOT_MERGE_MS } from '../../src/vm/libvirt/lifecycle.js';
+
+const clock = (start = 1_000_000) => {
+  const c = { now: start, advance: (ms: number) => (c.now += ms) };
+  return c;
+};
+
+test('the two REBOOT callbacks of one guest reboot become one vm.reboot; the next reboot is reported again', (t) => {
+  const c = clock();
+  const lifecycle = new LifecycleTranslator(() => c.now);
+  t.deepEqual(lifecycle.reboot('node1', 'd1'), [{ kind: 'vm.reboot', node: 'node1', domain: 'd1' }]);
+  c.advance(60);
+  t.deepEqual(lifecycle.reboot('node1', 'd1'), [], 'the second REBOOT of the same reboot');
+  c.advance(REBOOT_MERGE_MS + 1);
+  t.is(lifecycle.reboot('node1', 'd1').length, 1, 'a later reboot');
+});
+
+test('reboots of different domains are not merged', (t) => {
+  const c = clock();
+  const lifecycle = new LifecycleTranslator(() => c.now);
+  t.is(lifecycle.reboot('node1', 'd1').length, 1);
+  t.is(lifecycle.reboot('node2', 'd2').length, 1);
+});
+
+test('a guest shutdown is the reason of the following stop', (t) => {
+  const lifecycle = new LifecycleTranslator();
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.started, 0), [
+    { kind: 'vm.started', node: 'n', domain: 'd' },
+  ]);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.shutdown, 1), []);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 0), [
+    { kind: 'vm.stopped', node: 'n', domain: 'd', reason: 'guest shut down' },
+  ]);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 1), [
+    { kind: 'vm.stopped', node: 'n', domain: 'd', reason: 'destroyed' },
+  ]);
+});
+
+test('one vm.crashed per crash: a CRASHED event and its STOPPED(crashed) are not two crashes', (t) => {
+  const lifecycle = new LifecycleTranslator();
+  const kinds = (events: Array<{ kind: string }>) => events.map((event) => event.kind);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.crashed, 0), [
+    { kind: 'vm.crashed', node: 'n', domain: 'd', reason: 'panicked' },
+  ]);
+  t.deepEqual(kinds(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 2)), ['vm.stopped']);
+  // After a new start, a stop with reason "crashed" (no CRASHED event before it) is a crash of its own.
+  lifecycle.lifecycle('n', 'd', LifecycleEvent.started, 0);
+  t.deepEqual(kinds(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 2)), ['vm.crashed', 'vm.stopped']);
+});
+
+test('events that do not concern the run become nothing', (t) => {
+  const lifecycle = new LifecycleTranslator();
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.suspended, 0), []);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.defined, 0), []);
+});
