@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { digestOfHash, sha256Hash } from '../oci/digest.js';
 import type { LayerInfo } from './image.js';
-import { type GzipOptions, parallelGzip } from './parallel-gzip.js';
+import { type GzipInput, type GzipOptions, isDeflated, parallelGzip } from './parallel-gzip.js';
 
 export interface LayerFileOptions {
   gzip?: GzipOptions;
@@ -17,8 +17,9 @@ export interface LayerFileOptions {
   onProgress?: (uncompressedBytes: number, total: number) => void;
 }
 
+/** `tar` may carry already-deflated pieces (the native layer's objects): their `raw` bytes are the tar's. */
 export async function writeLayerFile(
-  tar: AsyncIterable<Buffer>,
+  tar: AsyncIterable<GzipInput>,
   outPath: string,
   options: LayerFileOptions,
 ): Promise<LayerInfo> {
@@ -26,10 +27,11 @@ export async function writeLayerFile(
   const blobHash = sha256Hash();
   let uncompressed = 0;
   let size = 0;
-  async function* tee(): AsyncGenerator<Buffer> {
+  async function* tee(): AsyncGenerator<GzipInput> {
     for await (const chunk of tar) {
-      diffHash.update(chunk);
-      uncompressed += chunk.byteLength;
+      const raw = isDeflated(chunk) ? chunk.raw : chunk;
+      diffHash.update(raw);
+      uncompressed += raw.byteLength;
       options.onProgress?.(uncompressed, options.total);
       yield chunk;
     }

@@ -69,11 +69,25 @@ export class ArchiveRepo {
 
   /** A whole content object's bytes, decompressed (inflate runs on libuv's thread pool). */
   async readContent(checksum: string, header: ContentHeader): Promise<Buffer> {
-    const raw = await readFile(this.objectPath(checksum, 'filez'));
-    const { contentOffset } = parseArchiveHeader(raw);
-    const data = header.size === 0 ? Buffer.alloc(0) : await inflate(raw.subarray(contentOffset));
-    if (data.byteLength !== header.size) throw sizeMismatch(checksum, header.size, data.byteLength);
-    return data;
+    return (await this.readContentDeflated(checksum, header)).raw;
+  }
+
+  /** A whole content object: its raw-deflate stream as stored, and the bytes it decompresses to. */
+  async readContentDeflated(checksum: string, header: ContentHeader): Promise<{ raw: Buffer; deflated: Buffer }> {
+    const file = await readFile(this.objectPath(checksum, 'filez'));
+    const deflated = file.subarray(parseArchiveHeader(file).contentOffset);
+    // One output buffer of the known size: zlib's default 16 KiB pieces would be concatenated at the end.
+    const raw =
+      header.size === 0
+        ? Buffer.alloc(0)
+        : await inflate(deflated, { chunkSize: header.size + 64 }).catch((error: Error) => {
+            throw new DevpivotError('OSTREE_OBJECT_CORRUPT', `content object ${checksum}: ${error.message}`, {
+              hint: `run 'ostree fsck --repo=${this.path}'`,
+              cause: error,
+            });
+          });
+    if (raw.byteLength !== header.size) throw sizeMismatch(checksum, header.size, raw.byteLength);
+    return { raw, deflated };
   }
 
   /** A large content object, decompressed as a stream. */

@@ -6,6 +6,10 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { buildOscontainer, type OscontainerImage } from '../../../src/oscontainer/build.js';
+import { writeLayerFile } from '../../../src/oscontainer/layer-file.js';
+import { ArchiveRepo } from '../../../src/oscontainer/native/archive-repo.js';
+import { planLayer } from '../../../src/oscontainer/native/layer-plan.js';
+import { streamLayer } from '../../../src/oscontainer/native/layer-tar.js';
 import { decodeXattrs } from '../../../src/oscontainer/native/objects.js';
 import { CAPABILITY, LONG_DIR, LONG_TARGET, lsCommit, makeOsTree, type OsTree, USER_XATTR } from './os-tree.js';
 import { type Entry, tarEntries } from './tar-entries.js';
@@ -270,4 +274,24 @@ test('a commit that says ostree.bootable=false keeps it; an unknown ref is OSTRE
   await t.throwsAsync(buildOscontainer({ repo: os.repo, commit: 'no/such/ref', format: 'native' }), {
     code: 'OSTREE_COMMIT_NOT_FOUND',
   } as never);
+});
+
+test('the tar bytes do not depend on how objects are read: joined, compressed again, or streamed', async (t) => {
+  const repo = new ArchiveRepo(os.repo);
+  const plan = await planLayer(repo, os.commit);
+  const variants = [
+    { reuseDeflate: false },
+    { wholeMax: 1024 }, // big.bin and words.txt streamed through inflate and compressed again
+  ];
+  for (const [i, options] of variants.entries()) {
+    const out = join(os.dir, `variant-${i}.tar.gz`);
+    let last = 0;
+    const layer = await writeLayerFile(streamLayer(repo, plan, options), out, {
+      total: plan.size,
+      onProgress: (done) => (last = done),
+    });
+    t.is(layer.diffId, image.layer.diffId, JSON.stringify(options));
+    t.is(last, plan.size, 'the planned size is exact');
+    t.not(layer.digest, image.layer.digest); // other compressed bytes, the same tar
+  }
 });

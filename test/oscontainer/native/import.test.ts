@@ -49,6 +49,7 @@ function assertSplitXattrsConfig(config: string): void {
 }
 
 test('GNU tar extracts it; ostree fscks the repo, imports the commit and lists the same tree', async (t) => {
+  t.timeout(180_000); // two cores shared with VMs: ostree's import can take a while
   const work = await mkdtemp(join(tmpdir(), 'devpivot-test-native-import-'));
   t.teardown(() => rm(work, { recursive: true, force: true }));
   const root = join(work, 'root');
@@ -90,6 +91,7 @@ test('GNU tar extracts it; ostree fscks the repo, imports the commit and lists t
 });
 
 test("busybox tar (the fixture's) extracts a layer that ostree fscks and imports", async (t) => {
+  t.timeout(180_000);
   const work = await mkdtemp(join(tmpdir(), 'devpivot-test-native-busybox-'));
   t.teardown(() => rm(work, { recursive: true, force: true }));
   const root = join(work, 'root');
@@ -99,6 +101,7 @@ test("busybox tar (the fixture's) extracts a layer that ostree fscks and imports
 });
 
 test('the fixture OS commit (as npm test builds it) round-trips through the native layer', async (t) => {
+  t.timeout(180_000);
   const fixture = await loadFixture();
   const v2 = fixture.versions.find((v) => v.version === '2') ?? fixture.versions[1]!;
   const built = await buildOscontainer({ repo: fixture.repo, commit: v2.commit, format: 'native' });

@@ -3,7 +3,8 @@
  * CLI from a real tree (as root: ownership and security.* xattrs need it). Two paths with one content, symlinks
  * (relative, absolute, a target longer than a tar header field), empty files, `/usr/etc`, an empty `/sysroot`,
  * `/var` without `tmp`, binary xattrs (user.*, security.capability, security.selinux), setuid, a non-root owner,
- * a 0700 directory with an xattr, a path longer than 100 bytes, a non-ASCII name, and a file large enough to be streamed.
+ * a 0700 directory with an xattr, a path longer than 100 bytes, a non-ASCII name, and large files (random and
+ * compressible) whose deflate streams are joined.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -60,6 +61,8 @@ export async function makeOsTree(options: { largeKiB?: number } = {}): Promise<O
   await file(`${LONG_DIR}/long-name.txt`, 'deep\n');
   await file('usr/share/ünïcødé', 'unicode name\n');
   await file('usr/lib/big.bin', randomBytes((options.largeKiB ?? 1536) * 1024));
+  // Compressible and over 64 KiB: its deflate stream from the repo is joined into the layer as it is.
+  await file('usr/share/doc/words.txt', Array.from({ length: 40_000 }, (_, i) => `line ${i} ${i % 97}`).join('\n'));
   await mkdir(join(tree, 'usr/lib/private'), { recursive: true });
   await chmod(join(tree, 'usr/lib/private'), 0o700);
   setXattrs(join(tree, 'usr/lib/private'), { 'user.dir': Buffer.from('directory xattr') });
