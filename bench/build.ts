@@ -1,11 +1,12 @@
 /**
- * Oscontainer build speed: devpivot's layer writer (deterministic tar → parallel gzip in worker threads, sha256
- * of both streams) against the shell pipeline `tar -c | gzip | sha256sum` over the same exported repository, in
- * the same run. Sources: the fixture OS's v2 commit (when built: `devpivot images build`) and a synthetic
+ * Oscontainer build speed: devpivot's layer writers (deterministic tar → parallel gzip in worker threads, sha256
+ * of both streams) against the shell pipeline `tar -c | gzip | sha256sum` in the same run: the legacy layer
+ * against the same exported repository, the native (ostree-ext) layer against a checkout of the same commit
+ * (the tree it carries; its objects are read from the archive repo and decompressed on the fly). Sources: the fixture OS's v2 commit (when built: `devpivot images build`) and a synthetic
  * ~140 MB commit of host binaries (/usr/bin), made once under the OS temp dir. Median of 3 runs. The machine's
  * other load matters (2 shared cores): compare rows of one run, not runs.
  *
- * Run: npx tsc -p . && npm run bench:build   (about 1-2 minutes)
+ * Run: npx tsc -p . && npm run bench:build   (a few minutes)
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -15,6 +16,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadFixture } from '../src/images/fixture.js';
 import { buildOscontainer, writeRepoLayer } from '../src/oscontainer/build.js';
+import { writeLayerFile } from '../src/oscontainer/layer-file.js';
+import { ArchiveRepo } from '../src/oscontainer/native/archive-repo.js';
+import { planLayer } from '../src/oscontainer/native/layer-plan.js';
+import { streamLayer } from '../src/oscontainer/native/layer-tar.js';
 import { exportCommit } from '../src/oscontainer/ostree.js';
 import type { GzipOptions } from '../src/oscontainer/parallel-gzip.js';
 import { pushOscontainer } from '../src/oscontainer/push.js';
@@ -66,6 +71,15 @@ async function median(fn: () => Promise<unknown>): Promise<number> {
   return times[Math.floor(RUNS / 2)]!;
 }
 
+/** `tar -c | gzip | sha256sum` of a directory. */
+function shellPipeline(dir: string) {
+  // Exit status 1 is GNU tar's "file changed as we read it": the exported objects are hard links into
+  // the source repo, whose link count (ctime) changes when other processes export the same commit.
+  return exec('bash', ['-o', 'pipefail', '-c', `(tar -C '${dir}' -c . || [ $? = 1 ]) | gzip | sha256sum`], {
+    maxBuffer: 1 << 20,
+  });
+}
+
 async function main() {
   await mkdir(work, { recursive: true });
   const sources: Source[] = [];
@@ -86,13 +100,7 @@ async function main() {
     const { stdout: du } = await exec('du', ['-sb', exported]);
     const treeMB = Number(du.split('\t')[0]) / 1e6;
     const out = join(work, 'layer.tar.gz');
-    const shell = await median(() =>
-      // Exit status 1 is GNU tar's "file changed as we read it": the exported objects are hard links into
-      // the source repo, whose link count (ctime) changes when other processes export the same commit.
-      exec('bash', ['-o', 'pipefail', '-c', `(tar -C '${exported}' -c . || [ $? = 1 ]) | gzip | sha256sum`], {
-        maxBuffer: 1 << 20,
-      }),
-    );
+    const shell = await median(() => shellPipeline(exported));
     const cores = availableParallelism();
     const sizes = new Map<string, number>();
     const layer = async (gzip: GzipOptions = {}) => {
@@ -129,6 +137,74 @@ async function main() {
       const seconds = await median(fn);
       rows.push([source.name, name, seconds.toFixed(2), (treeMB / seconds).toFixed(0), (seconds / shell).toFixed(2)]);
     }
+
+    // Native: the baseline is the tree itself, checked out once (the builder never checks out).
+    const checkout = join(work, 'checkout');
+    await rm(checkout, { recursive: true, force: true });
+    await exec('ostree', ['checkout', `--repo=${source.repo}`, source.commit, checkout]);
+    const { stdout: duTree } = await exec('du', ['-sb', checkout]);
+    const nativeMB = Number(duTree.split('\t')[0]) / 1e6;
+    const nativeShell = await median(() => shellPipeline(checkout));
+    const nativeLayer = async (gzip: GzipOptions = {}, reuseDeflate = true) => {
+      const repo = new ArchiveRepo(source.repo);
+      const plan = await planLayer(repo, source.commit);
+      const info = await writeLayerFile(streamLayer(repo, plan, { reuseDeflate }), out, { gzip, total: plan.size });
+      sizes.set(`native ${reuseDeflate} ${JSON.stringify(gzip)}`, info.size);
+    };
+    const nativeVariants: Array<[string, () => Promise<unknown>]> = [
+      [`devpivot native layer (default: joins the repo's deflate streams, ${cores} workers)`, () => nativeLayer()],
+      [`devpivot native layer, compressing everything again, ${cores} workers, level 6`, () => nativeLayer({}, false)],
+      [
+        'devpivot native layer, compressing everything again, 1 worker, level 6',
+        () => nativeLayer({ workers: 1 }, false),
+      ],
+      [
+        'devpivot native full build (read + layer + config)',
+        async () =>
+          (
+            await buildOscontainer({ repo: source.repo, commit: source.commit, format: 'native', workDir: work })
+          ).dispose(),
+      ],
+      [
+        'devpivot native full build + push to the embedded registry (HTTP)',
+        async () => {
+          const image = await buildOscontainer({
+            repo: source.repo,
+            commit: source.commit,
+            format: 'native',
+            workDir: work,
+          });
+          await rm(join(work, 'registry'), { recursive: true, force: true });
+          const registry = await startRegistry({ storage: join(work, 'registry'), port: 0 });
+          try {
+            await pushOscontainer(image, `${registry.address}/bench/native:latest`);
+          } finally {
+            await registry.stop();
+            await image.dispose();
+          }
+        },
+      ],
+    ];
+    rows.push([
+      source.name,
+      'tar -c | gzip | sha256sum (checkout of the commit)',
+      nativeShell.toFixed(2),
+      (nativeMB / nativeShell).toFixed(0),
+      '1.00',
+    ]);
+    for (const [name, fn] of nativeVariants) {
+      const seconds = await median(fn);
+      rows.push([
+        source.name,
+        name,
+        seconds.toFixed(2),
+        (nativeMB / seconds).toFixed(0),
+        (seconds / nativeShell).toFixed(2),
+      ]);
+    }
+    const { stdout: gzTree } = await exec('bash', ['-o', 'pipefail', '-c', `tar -C '${checkout}' -c . | gzip | wc -c`]);
+    await rm(checkout, { recursive: true, force: true });
+
     const { stdout: gz } = await exec('bash', [
       '-o',
       'pipefail',
@@ -138,7 +214,9 @@ async function main() {
     const mb = (bytes: number | undefined) => `${((bytes ?? 0) / 1e6).toFixed(1)} MB`;
     console.error(
       `${source.name}: exported repo ${treeMB.toFixed(1)} MB (export ${exportSeconds.toFixed(2)} s); layer size: ` +
-        `gzip(1) ${mb(Number(gz))}, adaptive ${mb(sizes.get('{}'))}, level 6 ${mb(sizes.get('{"adaptive":false}'))}`,
+        `gzip(1) ${mb(Number(gz))}, adaptive ${mb(sizes.get('{}'))}, level 6 ${mb(sizes.get('{"adaptive":false}'))}; ` +
+        `tree ${nativeMB.toFixed(1)} MB, gzip(1) of the tree ${mb(Number(gzTree))}, native layer ` +
+        `${mb(sizes.get('native true {}'))} (compressed again: ${mb(sizes.get('native false {}'))})`,
     );
   }
   const header = ['source', 'method', 'wall s (median of 3)', 'MB/s', 'x shell'];
