@@ -49,7 +49,9 @@ export const command: Command = {
     level: {
       type: 'string',
       valueName: '1-9',
-      description: 'gzip level (default 6); chunks that do not compress (zlib objects) are stored',
+      description:
+        'gzip level (default 6); chunks that do not compress (zlib objects) are stored; native: objects the ' +
+        'repo already compressed are kept as they are',
     },
     json: { type: 'boolean', description: 'Print {format, digest, pinned, commit, version, layer} as JSON' },
   },
