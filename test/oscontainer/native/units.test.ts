@@ -3,13 +3,15 @@
  * (and what `ostree show` / `ostree ls` say about them), the tar writer against GNU tar's reading of its output.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { execa } from 'execa';
+import { buildOscontainer } from '../../../src/oscontainer/build.js';
 import { ArchiveRepo, repoMode } from '../../../src/oscontainer/native/archive-repo.js';
 import { decode, parseType } from '../../../src/oscontainer/native/gvariant.js';
+import { objectPath, planLayer } from '../../../src/oscontainer/native/layer-plan.js';
 import { parseCommit, parseDirMeta, parseDirTree } from '../../../src/oscontainer/native/objects.js';
 import {
   END_OF_ARCHIVE,
@@ -168,4 +170,31 @@ test('tar writer: GNU tar reads long names, long link targets, base-256 ids and 
     { encoding: 'utf8' },
   );
   t.is(value, '00ff0a3d');
+});
+
+test('/sysroot: its empty dirtree is written when no other directory is empty; content under it is refused', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'devpivot-test-sysroot-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const repo = join(dir, 'repo');
+  ostree('init', '--mode=archive', `--repo=${repo}`);
+  const tree = join(dir, 'tree');
+  await mkdir(join(tree, 'usr'), { recursive: true });
+  await mkdir(join(tree, 'sysroot'));
+  await writeFile(join(tree, 'usr', 'file'), 'content\n');
+  const commit = ostree('commit', `--repo=${repo}`, `--tree=dir=${tree}`, '--orphan', '-s', 'sysroot only');
+  const plan = await planLayer(new ArchiveRepo(repo), commit);
+  const sysroot = ostree('ls', '-C', '-d', `--repo=${repo}`, commit, '/sysroot').split(/\s+/)[4]!;
+  const names = plan.structure.map((entry) => entry.header.name);
+  t.is(names.filter((name) => name === objectPath(sysroot, 'dirtree')).length, 1);
+  t.is(names.filter((name) => name === 'sysroot').length, 1); // the skeleton's, not the tree's
+  const image = await buildOscontainer({ repo, commit, version: '1', format: 'native' });
+  t.teardown(() => image.dispose());
+  const root = join(dir, 'root');
+  await mkdir(root);
+  await execa('tar', ['-xzf', image.layer.path, '-C', root]);
+  t.regex(ostree('fsck', `--repo=${join(root, 'sysroot/ostree/repo')}`), /no errors found/);
+
+  await writeFile(join(tree, 'sysroot', 'stray'), 'not here\n');
+  const bad = ostree('commit', `--repo=${repo}`, `--tree=dir=${tree}`, '--orphan', '-s', 'stray');
+  await t.throwsAsync(planLayer(new ArchiveRepo(repo), bad), { code: 'NATIVE_SYSROOT_NOT_EMPTY' } as never);
 });
