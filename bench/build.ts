@@ -2,9 +2,13 @@
  * Oscontainer build speed: devpivot's layer writers (deterministic tar → parallel gzip in worker threads, sha256
  * of both streams) against the shell pipeline `tar -c | gzip | sha256sum` in the same run: the legacy layer
  * against the same exported repository, the native (ostree-ext) layer against a checkout of the same commit
- * (the tree it carries; its objects are read from the archive repo and decompressed on the fly). Sources: the fixture OS's v2 commit (when built: `devpivot images build`) and a synthetic
- * ~140 MB commit of host binaries (/usr/bin), made once under the OS temp dir. Median of 3 runs. The machine's
- * other load matters (2 shared cores): compare rows of one run, not runs.
+ * (the tree it carries; its objects are read from the archive repo and decompressed on the fly). Sources: the
+ * fixture OS's v2 commit (when built: `devpivot images build`) and a synthetic commit of host binaries
+ * (/usr/bin), made once under the OS temp dir.
+ *
+ * Three rounds; each round runs the shell pipeline, then every devpivot variant. "x shell" is the median of the
+ * per-round ratios, so load that drifts between rounds (2 cores shared with VMs) cancels out; CPU seconds
+ * (user + system, worker threads and the shell's children included) show the work itself.
  *
  * Run: npx tsc -p . && npm run bench:build   (a few minutes)
  */
@@ -58,26 +62,61 @@ async function syntheticSource(): Promise<Source> {
   return { name: 'synthetic (/usr/bin)', repo, commit: stdout.trim() };
 }
 
-async function time(fn: () => Promise<unknown>): Promise<number> {
+interface Timing {
+  wall: number;
+  cpu: number;
+}
+
+/** Wall and CPU time of an in-process function (CPU of all threads; children it spawns are not counted). */
+async function timed(fn: () => Promise<unknown>): Promise<Timing> {
+  const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
   await fn();
-  return Number(process.hrtime.bigint() - start) / 1e9;
+  const used = process.cpuUsage(cpu);
+  return { wall: Number(process.hrtime.bigint() - start) / 1e9, cpu: (used.user + used.system) / 1e6 };
 }
 
-async function median(fn: () => Promise<unknown>): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < RUNS; i++) times.push(await time(fn));
-  times.sort((a, b) => a - b);
-  return times[Math.floor(RUNS / 2)]!;
-}
-
-/** `tar -c | gzip | sha256sum` of a directory. */
-function shellPipeline(dir: string) {
+/** `tar -c | gzip | sha256sum` of a directory, timed by bash (its children's CPU included). */
+async function shellPipeline(dir: string): Promise<Timing> {
   // Exit status 1 is GNU tar's "file changed as we read it": the exported objects are hard links into
   // the source repo, whose link count (ctime) changes when other processes export the same commit.
-  return exec('bash', ['-o', 'pipefail', '-c', `(tar -C '${dir}' -c . || [ $? = 1 ]) | gzip | sha256sum`], {
-    maxBuffer: 1 << 20,
-  });
+  const pipeline = `(tar -C '${dir}' -c . || [ $? = 1 ]) | gzip | sha256sum >/dev/null`;
+  const start = process.hrtime.bigint();
+  const { stdout } = await exec('bash', ['-o', 'pipefail', '-c', `TIMEFORMAT='%3U %3S'; { time ${pipeline}; } 2>&1`]);
+  const wall = Number(process.hrtime.bigint() - start) / 1e9;
+  const [user, system] = stdout.trim().split(/\s+/).slice(-2).map(Number);
+  return { wall, cpu: user! + system! };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** RUNS rounds of the baseline then each variant; one table row each. */
+async function rounds(
+  source: string,
+  baseline: [string, () => Promise<Timing>],
+  variants: Array<[string, () => Promise<unknown>]>,
+  megabytes: number,
+): Promise<string[][]> {
+  const base: Timing[] = [];
+  const results = variants.map(() => ({ timings: [] as Timing[], ratios: [] as number[] }));
+  for (let round = 0; round < RUNS; round++) {
+    const b = await baseline[1]();
+    base.push(b);
+    for (const [i, [, fn]] of variants.entries()) {
+      const t = await timed(fn);
+      results[i]!.timings.push(t);
+      results[i]!.ratios.push(t.wall / b.wall);
+    }
+  }
+  const row = (name: string, timings: Timing[], ratio: string) => {
+    const wall = median(timings.map((t) => t.wall));
+    const cpu = median(timings.map((t) => t.cpu));
+    return [source, name, wall.toFixed(2), cpu.toFixed(2), (megabytes / wall).toFixed(0), ratio];
+  };
+  return [
+    row(baseline[0], base, '1.00'),
+    ...variants.map(([name], i) => row(name, results[i]!.timings, median(results[i]!.ratios).toFixed(2))),
+  ];
 }
 
 async function main() {
@@ -96,11 +135,10 @@ async function main() {
   for (const source of sources) {
     const exported = join(work, 'exported');
     await rm(exported, { recursive: true, force: true });
-    const exportSeconds = await time(() => exportCommit(source.repo, source.commit, exported));
+    const exportSeconds = (await timed(() => exportCommit(source.repo, source.commit, exported))).wall;
     const { stdout: du } = await exec('du', ['-sb', exported]);
     const treeMB = Number(du.split('\t')[0]) / 1e6;
     const out = join(work, 'layer.tar.gz');
-    const shell = await median(() => shellPipeline(exported));
     const cores = availableParallelism();
     const sizes = new Map<string, number>();
     const layer = async (gzip: GzipOptions = {}) => {
@@ -132,11 +170,9 @@ async function main() {
         },
       ],
     ];
-    rows.push([source.name, 'tar -c | gzip | sha256sum', shell.toFixed(2), (treeMB / shell).toFixed(0), '1.00']);
-    for (const [name, fn] of variants) {
-      const seconds = await median(fn);
-      rows.push([source.name, name, seconds.toFixed(2), (treeMB / seconds).toFixed(0), (seconds / shell).toFixed(2)]);
-    }
+    rows.push(
+      ...(await rounds(source.name, ['tar -c | gzip | sha256sum', () => shellPipeline(exported)], variants, treeMB)),
+    );
 
     // Native: the baseline is the tree itself, checked out once (the builder never checks out).
     const checkout = join(work, 'checkout');
@@ -144,7 +180,6 @@ async function main() {
     await exec('ostree', ['checkout', `--repo=${source.repo}`, source.commit, checkout]);
     const { stdout: duTree } = await exec('du', ['-sb', checkout]);
     const nativeMB = Number(duTree.split('\t')[0]) / 1e6;
-    const nativeShell = await median(() => shellPipeline(checkout));
     const nativeLayer = async (gzip: GzipOptions = {}, reuseDeflate = true) => {
       const repo = new ArchiveRepo(source.repo);
       const plan = await planLayer(repo, source.commit);
@@ -185,23 +220,11 @@ async function main() {
         },
       ],
     ];
-    rows.push([
-      source.name,
+    const nativeBaseline: [string, () => Promise<Timing>] = [
       'tar -c | gzip | sha256sum (checkout of the commit)',
-      nativeShell.toFixed(2),
-      (nativeMB / nativeShell).toFixed(0),
-      '1.00',
-    ]);
-    for (const [name, fn] of nativeVariants) {
-      const seconds = await median(fn);
-      rows.push([
-        source.name,
-        name,
-        seconds.toFixed(2),
-        (nativeMB / seconds).toFixed(0),
-        (seconds / nativeShell).toFixed(2),
-      ]);
-    }
+      () => shellPipeline(checkout),
+    ];
+    rows.push(...(await rounds(source.name, nativeBaseline, nativeVariants, nativeMB)));
     const { stdout: gzTree } = await exec('bash', ['-o', 'pipefail', '-c', `tar -C '${checkout}' -c . | gzip | wc -c`]);
     await rm(checkout, { recursive: true, force: true });
 
@@ -219,7 +242,7 @@ async function main() {
         `${mb(sizes.get('native true {}'))} (compressed again: ${mb(sizes.get('native false {}'))})`,
     );
   }
-  const header = ['source', 'method', 'wall s (median of 3)', 'MB/s', 'x shell'];
+  const header = ['source', 'method', `wall s (median of ${RUNS})`, 'CPU s', 'MB/s', 'x shell (median ratio)'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   console.log(line(header));
