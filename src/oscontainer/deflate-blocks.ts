@@ -100,145 +100,170 @@ export interface FinalBlock {
   endBit: number;
 }
 
+/**
+ * LSB-first bit reader. The buffer holds at most 31 bits (refills stop at 23), so every value stays a small
+ * integer for V8. State lives in an object, not in closures: closures made per call would make the optimised
+ * code deoptimise on every new stream ("wrong call target").
+ */
+class Bits {
+  pos = 0;
+  buf = 0;
+  count = 0;
+  constructor(readonly data: Uint8Array) {}
+
+  refill(): void {
+    const { data } = this;
+    while (this.count <= 23 && this.pos < data.length) {
+      this.buf |= data[this.pos++]! << this.count;
+      this.count += 8;
+    }
+  }
+
+  take(n: number): number {
+    if (this.count < n) this.refill();
+    if (this.count < n) fail('truncated');
+    const value = this.buf & ((1 << n) - 1);
+    this.buf >>>= n;
+    this.count -= n;
+    return value;
+  }
+
+  decode(table: Table): number {
+    if (this.count < 15) this.refill();
+    const entry = lookup(table.entries, (1 << table.bits) - 1, table.bits, this.buf);
+    const length = entry & 15;
+    if (length === 0 || length > this.count) fail('bad Huffman code');
+    this.buf >>>= length;
+    this.count -= length;
+    return entry >> 4;
+  }
+
+  offset(): number {
+    return this.pos * 8 - this.count;
+  }
+}
+
+/** Skip a stored block's body (after its 3 header bits). */
+function skipStored(bits: Bits): void {
+  bits.take(bits.count & 7); // to the byte boundary
+  const len = bits.take(16);
+  if ((bits.take(16) ^ 0xffff) !== len) fail('stored block length check');
+  // Whole bytes still in the bit buffer belong to the stored data.
+  const buffered = Math.min(len, bits.count >> 3);
+  for (let i = 0; i < buffered; i++) bits.take(8);
+  if (bits.pos + len - buffered > bits.data.length) fail('truncated stored block');
+  bits.pos += len - buffered;
+}
+
+/** A dynamic block's literal/length and distance tables (RFC 1951 3.2.7). */
+function readDynamicTables(bits: Bits): [Table, Table] {
+  const hlit = bits.take(5) + 257;
+  const hdist = bits.take(5) + 1;
+  const hclen = bits.take(4) + 4;
+  const codeLengths = new Uint8Array(19);
+  for (let i = 0; i < hclen; i++) codeLengths[CODE_LENGTH_ORDER[i]!] = bits.take(3);
+  const codeTable = buildTable(codeLengths);
+  const lengths = new Uint8Array(hlit + hdist);
+  for (let i = 0; i < lengths.length; ) {
+    const symbol = bits.decode(codeTable);
+    if (symbol < 16) {
+      lengths[i++] = symbol;
+      continue;
+    }
+    let repeat: number;
+    let value = 0;
+    if (symbol === 16) {
+      if (i === 0) fail('repeat with no previous length');
+      value = lengths[i - 1]!;
+      repeat = 3 + bits.take(2);
+    } else repeat = symbol === 17 ? 3 + bits.take(3) : 11 + bits.take(7);
+    if (i + repeat > lengths.length) fail('code lengths overrun');
+    lengths.fill(value, i, i + repeat);
+    i += repeat;
+  }
+  if (lengths[256] === 0) fail('no end-of-block code');
+  return [buildTable(lengths.subarray(0, hlit)), buildTable(lengths.subarray(hlit))];
+}
+
+/** Decode (and drop) a Huffman block's symbols up to its end-of-block code: where the time goes. */
+function skipCodes(bits: Bits, literals: Table, distances: Table): void {
+  const { data } = bits;
+  const lit = literals.entries;
+  const litBits = literals.bits;
+  const litMask = (1 << litBits) - 1;
+  const dist = distances.entries;
+  const distBits = distances.bits;
+  const distMask = (1 << distBits) - 1;
+  let buf = bits.buf;
+  let count = bits.count;
+  let at = bits.pos;
+  for (;;) {
+    if (count < 15) {
+      while (count <= 23 && at < data.length) {
+        buf |= data[at++]! << count;
+        count += 8;
+      }
+    }
+    let entry = lookup(lit, litMask, litBits, buf);
+    let length = entry & 15;
+    if (length === 0 || length > count) fail('bad Huffman code');
+    buf >>>= length;
+    count -= length;
+    const symbol = entry >> 4;
+    if (symbol < 256) continue;
+    if (symbol === 256) break;
+    const lengthCode = symbol - 257;
+    if (lengthCode >= 29) fail('bad length code');
+    // Up to 5 length extra bits and a distance code of up to 15 bits (refilled to 24 bits at least).
+    if (count < 20) {
+      while (count <= 23 && at < data.length) {
+        buf |= data[at++]! << count;
+        count += 8;
+      }
+    }
+    const extra = LENGTH_EXTRA[lengthCode]!;
+    if (extra > count) fail('truncated');
+    buf >>>= extra;
+    count -= extra;
+    entry = lookup(dist, distMask, distBits, buf);
+    length = entry & 15;
+    if (length === 0 || length > count) fail('bad Huffman code');
+    buf >>>= length;
+    count -= length;
+    const distance = entry >> 4;
+    if (distance >= 30) fail('bad distance code');
+    if (distance >= 4) {
+      const n = (distance >> 1) - 1;
+      if (count < n) {
+        while (count <= 23 && at < data.length) {
+          buf |= data[at++]! << count;
+          count += 8;
+        }
+        if (count < n) fail('truncated');
+      }
+      buf >>>= n;
+      count -= n;
+    }
+  }
+  bits.buf = buf;
+  bits.count = count;
+  bits.pos = at;
+}
+
 /** Walk every block of `data`; returns where the final one starts and ends. */
 export function findFinalBlock(data: Uint8Array): FinalBlock {
-  let pos = 0;
-  let bitBuf = 0;
-  let bitCount = 0;
-  const refill = () => {
-    while (bitCount <= 24 && pos < data.length) {
-      bitBuf |= data[pos++]! << bitCount;
-      bitCount += 8;
-    }
-  };
-  const take = (n: number): number => {
-    if (bitCount < n) refill();
-    if (bitCount < n) fail('truncated');
-    const value = bitBuf & ((1 << n) - 1);
-    bitBuf >>>= n;
-    bitCount -= n;
-    return value;
-  };
-  const decode = (table: Table): number => {
-    if (bitCount < 15) refill();
-    const entry = lookup(table.entries, (1 << table.bits) - 1, table.bits, bitBuf);
-    const length = entry & 15;
-    if (length === 0 || length > bitCount) fail('bad Huffman code');
-    bitBuf >>>= length;
-    bitCount -= length;
-    return entry >> 4;
-  };
-  const bitOffset = () => pos * 8 - bitCount;
-
+  const bits = new Bits(data);
   for (;;) {
-    const headerBit = bitOffset();
-    const final = take(1);
-    const type = take(2);
-    if (type === 0) {
-      // Stored: skip to the byte boundary, LEN and NLEN, then LEN bytes.
-      take(bitCount & 7);
-      const len = take(16);
-      if ((take(16) ^ 0xffff) !== len) fail('stored block length check');
-      // Whole bytes still in the bit buffer belong to the stored data.
-      const buffered = bitCount >> 3;
-      const skip = len - Math.min(len, buffered);
-      for (let i = 0; i < Math.min(len, buffered); i++) take(8);
-      if (pos + skip > data.length) fail('truncated stored block');
-      pos += skip;
-    } else if (type === 1 || type === 2) {
-      let literals = FIXED_LITERALS;
-      let distances = FIXED_DISTANCES;
-      if (type === 2) {
-        const hlit = take(5) + 257;
-        const hdist = take(5) + 1;
-        const hclen = take(4) + 4;
-        const codeLengths = new Uint8Array(19);
-        for (let i = 0; i < hclen; i++) codeLengths[CODE_LENGTH_ORDER[i]!] = take(3);
-        const codeTable = buildTable(codeLengths);
-        const lengths = new Uint8Array(hlit + hdist);
-        for (let i = 0; i < lengths.length; ) {
-          const symbol = decode(codeTable);
-          if (symbol < 16) lengths[i++] = symbol;
-          else {
-            let repeat: number;
-            let value = 0;
-            if (symbol === 16) {
-              if (i === 0) fail('repeat with no previous length');
-              value = lengths[i - 1]!;
-              repeat = 3 + take(2);
-            } else repeat = symbol === 17 ? 3 + take(3) : 11 + take(7);
-            if (i + repeat > lengths.length) fail('code lengths overrun');
-            lengths.fill(value, i, i + repeat);
-            i += repeat;
-          }
-        }
-        if (lengths[256] === 0) fail('no end-of-block code');
-        literals = buildTable(lengths.subarray(0, hlit));
-        distances = buildTable(lengths.subarray(hlit));
-      }
-      // The hot loop, with the bit buffer in locals: most of the time goes here.
-      const lit = literals.entries;
-      const litBits = literals.bits;
-      const litMask = (1 << litBits) - 1;
-      const dist = distances.entries;
-      const distBits = distances.bits;
-      const distMask = (1 << distBits) - 1;
-      let buf = bitBuf;
-      let count = bitCount;
-      let at = pos;
-      for (;;) {
-        if (count < 15) {
-          while (count <= 24 && at < data.length) {
-            buf |= data[at++]! << count;
-            count += 8;
-          }
-        }
-        let entry = lookup(lit, litMask, litBits, buf);
-        let length = entry & 15;
-        if (length === 0 || length > count) fail('bad Huffman code');
-        buf >>>= length;
-        count -= length;
-        const symbol = entry >> 4;
-        if (symbol < 256) continue;
-        if (symbol === 256) break;
-        const lengthCode = symbol - 257;
-        if (lengthCode >= 29) fail('bad length code');
-        // Up to 5 length extra bits, a distance code of up to 15 bits and 13 extra bits: refill in between.
-        if (count < 20) {
-          while (count <= 24 && at < data.length) {
-            buf |= data[at++]! << count;
-            count += 8;
-          }
-        }
-        const extra = LENGTH_EXTRA[lengthCode]!;
-        if (extra > count) fail('truncated');
-        buf >>>= extra;
-        count -= extra;
-        entry = lookup(dist, distMask, distBits, buf);
-        length = entry & 15;
-        if (length === 0 || length > count) fail('bad Huffman code');
-        buf >>>= length;
-        count -= length;
-        const distance = entry >> 4;
-        if (distance >= 30) fail('bad distance code');
-        if (distance >= 4) {
-          const bits = (distance >> 1) - 1;
-          if (count < bits) {
-            while (count <= 24 && at < data.length) {
-              buf |= data[at++]! << count;
-              count += 8;
-            }
-            if (count < bits) fail('truncated');
-          }
-          buf >>>= bits;
-          count -= bits;
-        }
-      }
-      bitBuf = buf;
-      bitCount = count;
-      pos = at;
+    const headerBit = bits.offset();
+    const final = bits.take(1);
+    const type = bits.take(2);
+    if (type === 0) skipStored(bits);
+    else if (type === 1) skipCodes(bits, FIXED_LITERALS, FIXED_DISTANCES);
+    else if (type === 2) {
+      const [literals, distances] = readDynamicTables(bits);
+      skipCodes(bits, literals, distances);
     } else fail('reserved block type');
-    if (final) return { headerBit, endBit: bitOffset() };
+    if (final) return { headerBit, endBit: bits.offset() };
   }
 }
 
