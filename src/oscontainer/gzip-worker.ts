@@ -34,7 +34,7 @@ function levelFor(task: GzipTask): number {
 export interface GzipResult {
   id: number;
   data: Uint8Array;
-  /** For a `join` task (with empty `data`). */
+  /** For a `join` task, whose `data` is the task's, handed back. */
   block?: FinalBlock;
   /** Set when the task failed (e.g. a corrupt deflate stream to join). */
   error?: string;
@@ -44,7 +44,8 @@ parentPort?.on('message', (task: GzipTask) => {
   try {
     if (task.kind === 'join') {
       const block = findFinalBlock(task.data);
-      parentPort!.postMessage({ id: task.id, data: new Uint8Array(0), block } satisfies GzipResult);
+      const result: GzipResult = { id: task.id, data: task.data, block };
+      parentPort!.postMessage(result, [task.data.buffer as ArrayBuffer]);
       return;
     }
     const output = deflateRawSync(task.data, {

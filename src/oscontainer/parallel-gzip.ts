@@ -27,7 +27,11 @@ export interface GzipOptions {
   adaptive?: boolean;
 }
 
-/** `raw` compressed as one complete raw-deflate stream (e.g. an archive-mode ostree object's content). */
+/**
+ * `raw` compressed as one complete raw-deflate stream (e.g. an archive-mode ostree object's content).
+ * `deflated`'s memory is handed to a worker and back (no copy) when it is the only user of its ArrayBuffer, as
+ * a buffer of `fs.readFile` is; do not read it again after passing it in.
+ */
 export interface Deflated {
   raw: Uint8Array;
   deflated: Uint8Array;
@@ -138,10 +142,12 @@ export async function* parallelGzip(
     size += piece.raw.byteLength;
     const raw = piece.raw;
     previousTail = raw.byteLength >= WINDOW ? ownCopy(raw.subarray(raw.byteLength - WINDOW)) : null;
-    // The worker only finds the final block; the bytes stay here and only the last block is rewritten.
+    // The worker finds the final block and hands the bytes back; only the last block is rewritten here. Big
+    // buffers are never Node's shared allocation pool, so theirs can be moved instead of copied.
     const { deflated } = piece;
-    const task = { kind: 'join' as const, id: id++, data: ownCopy(deflated), dictionary: null, last: false };
-    inFlight.push(pool.run({ ...task, level, adaptive }).then((result) => joinPieces(deflated, result.block!)));
+    const data = deflated.buffer.byteLength > Buffer.poolSize ? deflated : ownCopy(deflated);
+    const task = { kind: 'join' as const, id: id++, data, dictionary: null, last: false, level, adaptive };
+    inFlight.push(pool.run(task).then((result) => joinPieces(result.data, result.block!)));
   };
   const drain = async function* (below: number) {
     while (inFlight.length > below) for (const piece of await inFlight.shift()!) yield asBuffer(piece);
