@@ -1,5 +1,5 @@
 /**
- * What each pivot driver (DESIGN §2) and each option needs on the guest, as spec-neutral files, units and
+ * What each pivot driver (docs/PROTOCOLS.md) and each option needs on the guest, as spec-neutral files, units and
  * users. `render.ts` turns them into a spec 3 or spec 2 config.
  */
 import { UsageError } from '../core/errors.js';
@@ -200,7 +200,7 @@ export function trustFragment(trust: RegistryTrust, options: { legacyRegistriesC
 }
 
 /**
- * The report line of DESIGN §7 for guests that do not print it natively (RHCOS, FCOS): at each boot, the boot
+ * The report line (docs/PROTOCOLS.md "## Console") for guests that do not print it natively (RHCOS, FCOS): at each boot, the boot
  * id and the booted deployment's checksum and version from `ostree admin status` (the data `rpm-ostree status`
  * shows), on the journal and straight on /dev/console so the line arrives unprefixed.
  */
