@@ -73,7 +73,13 @@ export function fixtureRoot(env: NodeJS.ProcessEnv = process.env): string {
 
 /** The Debian packages whose versions decide what the build produces. */
 export function fixturePackages(kernel: string): string[] {
-  return [`linux-image-${kernel}`, 'busybox-static', 'ostree', 'skopeo', 'ignition', 'grub-pc-bin'];
+  return [
+    `linux-image-${kernel}`,
+    ...['busybox-static', 'ostree', 'skopeo', 'ignition', 'grub-pc-bin', 'grub-efi-amd64-bin', 'systemd'],
+    ...['libsystemd-shared', 'systemd-sysv', 'udev', 'passwd', 'login', 'util-linux', 'mount', 'coreutils'],
+    // (openssh-server, ostree-boot and libwrap0 are not installed on the host: build.sh downloads them once)
+    ...['openssh-client', 'mtools', 'dosfstools'],
+  ];
 }
 
 function compareVersions(a: string, b: string): number {
