@@ -56,6 +56,8 @@ const FAILURE_MARKERS: [RegExp, string][] = [
   [/You are in emergency mode/, 'emergency mode'],
   [/invoked oom-killer/, 'out of memory'],
   [/Ignition has failed/, 'Ignition failed'],
+  // glog's fatal lines (openshift/pivot utils/run.go, cmd/root.go): "F1201 12:00:00.000000    1234 run.go:48] …"
+  [/\bF\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [\w.-]+:\d+\] /, 'fatal error'],
 ];
 
 type Marker = { pattern: RegExp; fact: (match: RegExpExecArray, target: string | undefined) => Fact };
@@ -67,6 +69,16 @@ type Fact =
 /** Progress markers of the real update tools (pivot, rpm-ostree, bootc, Ignition). */
 const MARKERS: Marker[] = [
   { pattern: /Ignition finished successfully/, fact: () => ({ kind: 'ignition', ok: true }) },
+  // systemd's status line in the RHCOS/FCOS initramfs (252: "unit - Description", older: the description)
+  {
+    pattern: /Reached target (?:ignition-complete\.target|Ignition Complete)\b/,
+    fact: () => ({ kind: 'ignition', ok: true }),
+  },
+  // openshift/pivot utils/run.go logs each command: "Running: podman pull -q [--authfile F] IMAGE"
+  {
+    pattern: /Running: podman pull -q (?:--authfile \S+ )?(\S+)/,
+    fact: (m, target) => ({ kind: 'pivot', phase: 'pulling', target: target ?? m[1]! }),
+  },
   { pattern: /Ignition has failed/, fact: () => ({ kind: 'ignition', ok: false }) },
   // openshift/pivot: "Pivoting to: 42.80.1 (abc...)"; then rpm-ostree stages it
   {
