@@ -166,12 +166,9 @@ test('the build lock waits for a live owner and takes over from a dead one', asy
 
 // The real fixture, as `npm test`'s set-up step built it.
 test('images build is a quiet no-op when fresh, and images list describes the real build', async (t) => {
-  const started = Date.now();
+  // "Up to date" and a silent stderr prove nothing was rebuilt; its speed belongs in a benchmark, not here.
   const build = await runCli(['images', 'build']);
-  const ms = Date.now() - started;
   t.is(build.code, 0, build.stderr);
-  t.log(`images build (fresh) took ${ms} ms`);
-  t.true(ms < 1500, `${ms} ms`);
   t.regex(build.stdout, /^fixture OS up to date: \S+\n$/);
   t.is(build.stderr, '');
 
