@@ -82,7 +82,7 @@ export class GuestFilter {
       options.onBlocked?.(what);
     });
     try {
-      for (const role of ['fromGuest', 'toHost', 'toGuest'] as const) await filter.#listen(role);
+      await Promise.all((['fromGuest', 'toHost', 'toGuest'] as const).map((role) => filter.#listen(role)));
     } catch (error) {
       await filter.close();
       throw error;
