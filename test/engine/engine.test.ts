@@ -182,7 +182,7 @@ steps:
       },
     },
   );
-  t.regex(steps.at(-1)!, /^✗ wait 1m: node node1 failed: emergency mode/);
+  t.regex(steps.at(-1)!, /^✗ wait 1m: node node1 failed: emergency shell: You are in emergency mode/);
   t.true(Date.now() - started < 3000);
 });
 
