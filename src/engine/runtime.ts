@@ -16,6 +16,7 @@ import type { NodeWatches } from './node-watch.js';
 import { repositoryName, type World } from './prepare.js';
 import { runOverSsh, type SshTarget } from './ssh.js';
 import { AS_ROOT, pivotRequestScript, REBOOT_MARKER } from './ssh-pivot.js';
+import type { StagedWatchdog } from './staged-watchdog.js';
 
 /** How often a command is tried again while the node's sshd does not answer yet. */
 const SSH_RETRY_MS = 3000;
@@ -28,6 +29,8 @@ export class EngineRuntime implements StepRuntime {
     readonly signal: AbortSignal,
     /** The caller's signal only (Ctrl-C): `down` still finishes when the scenario's timeout ran out. */
     readonly removalSignal: AbortSignal,
+    /** Told when a `pivot` step asked a node to reboot itself. */
+    readonly staged?: StagedWatchdog,
   ) {}
 
   async waitFor(
@@ -146,6 +149,7 @@ export class EngineRuntime implements StepRuntime {
       });
       if (this.signal.aborted) throw this.signal.reason;
       // The reboot it asked for may end the connection before ssh reports the status.
+      if (result.output.includes(REBOOT_MARKER)) this.staged?.rebootRequested(node);
       if (result.code === 0 || result.output.includes(REBOOT_MARKER)) return;
       const tail = result.output.trim().split('\n').slice(-6).join('\n');
       if (result.code !== SSH_FAILED || deadline - Date.now() < SSH_RETRY_MS) {

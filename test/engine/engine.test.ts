@@ -8,7 +8,12 @@ import { type FakeOptions, fakeDeps } from './fake.js';
 
 async function runText(
   text: string,
-  options: FakeOptions & { keep?: boolean; signal?: AbortSignal; onEvent?: (event: Stamped) => void } = {},
+  options: FakeOptions & {
+    keep?: boolean;
+    signal?: AbortSignal;
+    onEvent?: (event: Stamped) => void;
+    stagedGraceMs?: number;
+  } = {},
 ) {
   const bus = new EventBus();
   const events: Stamped[] = [];
@@ -25,6 +30,7 @@ async function runText(
     keep: options.keep ?? false,
     stateDir: '/tmp/devpivot-test-state',
     cacheDir: '/tmp/devpivot-test-cache',
+    ...(options.stagedGraceMs ? { stagedGraceMs: options.stagedGraceMs } : {}),
   });
   const steps = events
     .filter((e) => e.kind === 'step.pass' || e.kind === 'step.fail')
@@ -346,4 +352,36 @@ test('repository names and guest registry addresses', (t) => {
   t.is(guestHostPort('http://127.0.0.1:5000'), '10.0.2.2:5000');
   t.is(guestHostPort('http://localhost:80'), '10.0.2.2:80');
   t.is(guestHostPort('https://registry.example.test'), 'registry.example.test:443');
+});
+
+test('a legacy pivot that stages and never reboots fails with the likely cause, not a timeout', async (t) => {
+  const started = Date.now();
+  const { result, steps } = await runText(
+    `nodes:
+  node1: { pivot: fixture:2 }
+steps:
+  - up
+  - expect: { booted: fixture:2, within: 1m }
+`,
+    {
+      stagedGraceMs: 300,
+      onBoot: (node) => {
+        // pivot's lines when /run/pivot/reboot-needed is missing: it stages, then exits without rebooting
+        node.say(`I1201 20:40:01.000000    1234 root.go:333] Pivoting to: 2 (${'2'.repeat(64)})`);
+        node.say('Staging deployment...done');
+        return true;
+      },
+    },
+  );
+  t.false(result.ok);
+  t.regex(
+    steps.at(-1)!,
+    /^✗ expect node1 booted fixture:2 within 1m: node node1 failed: the pivot staged 2 \(2+\) but node1 did not reboot within 300ms: pivot reboots only with --reboot or when \/run\/pivot\/reboot-needed exists/,
+  );
+  t.true(Date.now() - started < 10_000, 'long before the expect deadline');
+});
+
+test('a staged pivot that reboots in time is no failure', async (t) => {
+  const { result, steps } = await runText(OLD_TO_NEW, { stagedGraceMs: 300 });
+  t.true(result.ok, steps.join('\n'));
 });
