@@ -1,11 +1,16 @@
 /**
- * Oscontainer build speed: devpivot's layer writer (deterministic tar → parallel gzip in worker threads, sha256
- * of both streams) against the shell pipeline `tar -c | gzip | sha256sum` over the same exported repository, in
- * the same run. Sources: the fixture OS's v2 commit (when built: `devpivot images build`) and a synthetic
- * ~140 MB commit of host binaries (/usr/bin), made once under the OS temp dir. Median of 3 runs. The machine's
- * other load matters (2 shared cores): compare rows of one run, not runs.
+ * Oscontainer build speed: devpivot's layer writers (deterministic tar → parallel gzip in worker threads, sha256
+ * of both streams) against the shell pipeline `tar -c | gzip | sha256sum` in the same run: the legacy layer
+ * against the same exported repository, the native (ostree-ext) layer against a checkout of the same commit
+ * (the tree it carries; its objects are read from the archive repo and decompressed on the fly). Sources: the
+ * fixture OS's v2 commit (when built: `devpivot images build`) and a synthetic commit of host binaries
+ * (/usr/bin), made once under the OS temp dir.
  *
- * Run: npx tsc -p . && npm run bench:build   (about 1-2 minutes)
+ * Three rounds; each round runs the shell pipeline, then every devpivot variant. "x shell" is the median of the
+ * per-round ratios, so load that drifts between rounds (2 cores shared with VMs) cancels out; CPU seconds
+ * (user + system, worker threads and the shell's children included) show the work itself.
+ *
+ * Run: npx tsc -p . && npm run bench:build   (a few minutes)
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -15,6 +20,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadFixture } from '../src/images/fixture.js';
 import { buildOscontainer, writeRepoLayer } from '../src/oscontainer/build.js';
+import { writeLayerFile } from '../src/oscontainer/layer-file.js';
+import { ArchiveRepo } from '../src/oscontainer/native/archive-repo.js';
+import { planLayer } from '../src/oscontainer/native/layer-plan.js';
+import { streamLayer } from '../src/oscontainer/native/layer-tar.js';
 import { exportCommit } from '../src/oscontainer/ostree.js';
 import type { GzipOptions } from '../src/oscontainer/parallel-gzip.js';
 import { pushOscontainer } from '../src/oscontainer/push.js';
@@ -53,17 +62,61 @@ async function syntheticSource(): Promise<Source> {
   return { name: 'synthetic (/usr/bin)', repo, commit: stdout.trim() };
 }
 
-async function time(fn: () => Promise<unknown>): Promise<number> {
-  const start = process.hrtime.bigint();
-  await fn();
-  return Number(process.hrtime.bigint() - start) / 1e9;
+interface Timing {
+  wall: number;
+  cpu: number;
 }
 
-async function median(fn: () => Promise<unknown>): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < RUNS; i++) times.push(await time(fn));
-  times.sort((a, b) => a - b);
-  return times[Math.floor(RUNS / 2)]!;
+/** Wall and CPU time of an in-process function (CPU of all threads; children it spawns are not counted). */
+async function timed(fn: () => Promise<unknown>): Promise<Timing> {
+  const cpu = process.cpuUsage();
+  const start = process.hrtime.bigint();
+  await fn();
+  const used = process.cpuUsage(cpu);
+  return { wall: Number(process.hrtime.bigint() - start) / 1e9, cpu: (used.user + used.system) / 1e6 };
+}
+
+/** `tar -c | gzip | sha256sum` of a directory, timed by bash (its children's CPU included). */
+async function shellPipeline(dir: string): Promise<Timing> {
+  // Exit status 1 is GNU tar's "file changed as we read it": the exported objects are hard links into
+  // the source repo, whose link count (ctime) changes when other processes export the same commit.
+  const pipeline = `(tar -C '${dir}' -c . || [ $? = 1 ]) | gzip | sha256sum >/dev/null`;
+  const start = process.hrtime.bigint();
+  const { stdout } = await exec('bash', ['-o', 'pipefail', '-c', `TIMEFORMAT='%3U %3S'; { time ${pipeline}; } 2>&1`]);
+  const wall = Number(process.hrtime.bigint() - start) / 1e9;
+  const [user, system] = stdout.trim().split(/\s+/).slice(-2).map(Number);
+  return { wall, cpu: user! + system! };
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** RUNS rounds of the baseline then each variant; one table row each. */
+async function rounds(
+  source: string,
+  baseline: [string, () => Promise<Timing>],
+  variants: Array<[string, () => Promise<unknown>]>,
+  megabytes: number,
+): Promise<string[][]> {
+  const base: Timing[] = [];
+  const results = variants.map(() => ({ timings: [] as Timing[], ratios: [] as number[] }));
+  for (let round = 0; round < RUNS; round++) {
+    const b = await baseline[1]();
+    base.push(b);
+    for (const [i, [, fn]] of variants.entries()) {
+      const t = await timed(fn);
+      results[i]!.timings.push(t);
+      results[i]!.ratios.push(t.wall / b.wall);
+    }
+  }
+  const row = (name: string, timings: Timing[], ratio: string) => {
+    const wall = median(timings.map((t) => t.wall));
+    const cpu = median(timings.map((t) => t.cpu));
+    return [source, name, wall.toFixed(2), cpu.toFixed(2), (megabytes / wall).toFixed(0), ratio];
+  };
+  return [
+    row(baseline[0], base, '1.00'),
+    ...variants.map(([name], i) => row(name, results[i]!.timings, median(results[i]!.ratios).toFixed(2))),
+  ];
 }
 
 async function main() {
@@ -82,17 +135,10 @@ async function main() {
   for (const source of sources) {
     const exported = join(work, 'exported');
     await rm(exported, { recursive: true, force: true });
-    const exportSeconds = await time(() => exportCommit(source.repo, source.commit, exported));
+    const exportSeconds = (await timed(() => exportCommit(source.repo, source.commit, exported))).wall;
     const { stdout: du } = await exec('du', ['-sb', exported]);
     const treeMB = Number(du.split('\t')[0]) / 1e6;
     const out = join(work, 'layer.tar.gz');
-    const shell = await median(() =>
-      // Exit status 1 is GNU tar's "file changed as we read it": the exported objects are hard links into
-      // the source repo, whose link count (ctime) changes when other processes export the same commit.
-      exec('bash', ['-o', 'pipefail', '-c', `(tar -C '${exported}' -c . || [ $? = 1 ]) | gzip | sha256sum`], {
-        maxBuffer: 1 << 20,
-      }),
-    );
     const cores = availableParallelism();
     const sizes = new Map<string, number>();
     const layer = async (gzip: GzipOptions = {}) => {
@@ -124,11 +170,64 @@ async function main() {
         },
       ],
     ];
-    rows.push([source.name, 'tar -c | gzip | sha256sum', shell.toFixed(2), (treeMB / shell).toFixed(0), '1.00']);
-    for (const [name, fn] of variants) {
-      const seconds = await median(fn);
-      rows.push([source.name, name, seconds.toFixed(2), (treeMB / seconds).toFixed(0), (seconds / shell).toFixed(2)]);
-    }
+    rows.push(
+      ...(await rounds(source.name, ['tar -c | gzip | sha256sum', () => shellPipeline(exported)], variants, treeMB)),
+    );
+
+    // Native: the baseline is the tree itself, checked out once (the builder never checks out).
+    const checkout = join(work, 'checkout');
+    await rm(checkout, { recursive: true, force: true });
+    await exec('ostree', ['checkout', `--repo=${source.repo}`, source.commit, checkout]);
+    const { stdout: duTree } = await exec('du', ['-sb', checkout]);
+    const nativeMB = Number(duTree.split('\t')[0]) / 1e6;
+    const nativeLayer = async (gzip: GzipOptions = {}, reuseDeflate = true) => {
+      const repo = new ArchiveRepo(source.repo);
+      const plan = await planLayer(repo, source.commit);
+      const info = await writeLayerFile(streamLayer(repo, plan, { reuseDeflate }), out, { gzip, total: plan.size });
+      sizes.set(`native ${reuseDeflate} ${JSON.stringify(gzip)}`, info.size);
+    };
+    const nativeVariants: Array<[string, () => Promise<unknown>]> = [
+      [`devpivot native layer (default: joins the repo's deflate streams, ${cores} workers)`, () => nativeLayer()],
+      [`devpivot native layer, compressing everything again, ${cores} workers, level 6`, () => nativeLayer({}, false)],
+      [
+        'devpivot native layer, compressing everything again, 1 worker, level 6',
+        () => nativeLayer({ workers: 1 }, false),
+      ],
+      [
+        'devpivot native full build (read + layer + config)',
+        async () =>
+          (
+            await buildOscontainer({ repo: source.repo, commit: source.commit, format: 'native', workDir: work })
+          ).dispose(),
+      ],
+      [
+        'devpivot native full build + push to the embedded registry (HTTP)',
+        async () => {
+          const image = await buildOscontainer({
+            repo: source.repo,
+            commit: source.commit,
+            format: 'native',
+            workDir: work,
+          });
+          await rm(join(work, 'registry'), { recursive: true, force: true });
+          const registry = await startRegistry({ storage: join(work, 'registry'), port: 0 });
+          try {
+            await pushOscontainer(image, `${registry.address}/bench/native:latest`);
+          } finally {
+            await registry.stop();
+            await image.dispose();
+          }
+        },
+      ],
+    ];
+    const nativeBaseline: [string, () => Promise<Timing>] = [
+      'tar -c | gzip | sha256sum (checkout of the commit)',
+      () => shellPipeline(checkout),
+    ];
+    rows.push(...(await rounds(source.name, nativeBaseline, nativeVariants, nativeMB)));
+    const { stdout: gzTree } = await exec('bash', ['-o', 'pipefail', '-c', `tar -C '${checkout}' -c . | gzip | wc -c`]);
+    await rm(checkout, { recursive: true, force: true });
+
     const { stdout: gz } = await exec('bash', [
       '-o',
       'pipefail',
@@ -138,10 +237,12 @@ async function main() {
     const mb = (bytes: number | undefined) => `${((bytes ?? 0) / 1e6).toFixed(1)} MB`;
     console.error(
       `${source.name}: exported repo ${treeMB.toFixed(1)} MB (export ${exportSeconds.toFixed(2)} s); layer size: ` +
-        `gzip(1) ${mb(Number(gz))}, adaptive ${mb(sizes.get('{}'))}, level 6 ${mb(sizes.get('{"adaptive":false}'))}`,
+        `gzip(1) ${mb(Number(gz))}, adaptive ${mb(sizes.get('{}'))}, level 6 ${mb(sizes.get('{"adaptive":false}'))}; ` +
+        `tree ${nativeMB.toFixed(1)} MB, gzip(1) of the tree ${mb(Number(gzTree))}, native layer ` +
+        `${mb(sizes.get('native true {}'))} (compressed again: ${mb(sizes.get('native false {}'))})`,
     );
   }
-  const header = ['source', 'method', 'wall s (median of 3)', 'MB/s', 'x shell'];
+  const header = ['source', 'method', `wall s (median of ${RUNS})`, 'CPU s', 'MB/s', 'x shell (median ratio)'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
   console.log(line(header));

@@ -153,6 +153,11 @@ const CATALOG = {
   },
   OSTREE_FAILED: { title: 'An ostree command failed' },
   OSTREE_COMMIT_NOT_FOUND: { title: 'No such ostree commit or ref' },
+  OSTREE_OBJECT_MISSING: { title: 'An ostree object the commit needs is missing from the repository' },
+  OSTREE_OBJECT_CORRUPT: { title: 'An ostree object in the repository is corrupt' },
+  NATIVE_SYSROOT_NOT_EMPTY: {
+    title: 'The commit has content under /sysroot, which an ostree-native image cannot carry',
+  },
   AUTH_FILE_INVALID: { title: 'The registry auth file cannot be used' },
   REGISTRY_UNREACHABLE: { title: 'The registry does not answer' },
   REGISTRY_AUTH_FAILED: { title: 'The registry refused the credentials' },

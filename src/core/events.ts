@@ -1,6 +1,6 @@
 /**
  * Every event devpivot emits, as one discriminated union keyed on `kind` (docs/ARCHITECTURE.md "## Events and
- * their contracts"). Producers live in the registry, oscontainer, vm, guest-watch and engine modules, and each
+ * their contracts"). Producers live in the registry, oscontainer, vm and engine (its classifier) modules, and each
  * states in its contract how often it emits (vm.*: src/vm/host.ts), so consumers never de-duplicate; reporters
  * handle every kind (see `EventFormatters`).
  */

@@ -85,9 +85,10 @@ const FAILURE_MARKERS: [RegExp, string][] = [
   // glog's (and klog's) fatal line, `Fmmdd hh:mm:ss.uuuuuu <pid> <file>:<line>] <msg>` (openshift/pivot e31a72d
   // vendor/github.com/golang/glog/glog.go formatHeader): pivot and the machine-config daemon exit 255 after it.
   // Through a unit's console drop-in the line is as written; the MCD's journal follower prefixes `pivot.service: `.
-  [/^(?:[\w.@-]+(?:\[\d+\])?: )?F\d{4} \d\d:\d\d:\d\d\.\d{6}\s+\d+ [\w.-]+:\d+\] /, 'fatal error'],
-  // rpm-ostree's and bootc's client: `error: <message>` on stderr and a non-zero exit (rpmostree-clientlib.cxx).
-  [/^error: \S/, 'update tool error'],
+  [/\bF\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [\w.-]+:\d+\] /, 'fatal error'],
+  // rpm-ostree's and bootc's client: `error: <message>` on stderr and a non-zero exit (rpmostree-clientlib.cxx); on
+  // the console as the unit's journal line, `rpm-ostree[PID]: error: …`.
+  [/^(?:[\w.@-]+\[\d+\]: )?error: \S/, 'update tool error'],
   // systemd: a unit whose start failed (`[FAILED] Failed to start <unit>.`; with the "combined" status format,
   // `Failed to start <name> - <description>.`).
   [/^Failed to start .+/, 'unit failed to start'],
@@ -121,7 +122,7 @@ const MARKERS: Marker[] = [
   // coreos-ignition-write-issues (48fa1e5b): "Ignition: ran on <date> (this boot)", "Ignition: user-provided
   // config was applied".
   {
-    pattern: /Reached target (?:ignition-complete\.target - )?Ignition Complete\b/,
+    pattern: /Reached target (?:ignition-complete\.target(?: - Ignition Complete)?|Ignition Complete)\b/,
     fact: () => ({ kind: 'ignition', ok: true }),
   },
   { pattern: /^Ignition: ran on .+ \(this boot\)/, fact: () => ({ kind: 'ignition', ok: true }) },
@@ -143,7 +144,7 @@ const MARKERS: Marker[] = [
   // pivot logs every command first (utils/run.go:16 "Running: <cmd> <args>"): its pull is
   // `podman pull -q [--authfile FILE] <pullspec>` (root.go).
   {
-    pattern: /Running: podman pull (?:-q )?(?:--authfile \S+ )?(\S+)\s*$/,
+    pattern: /Running: podman pull (?:-q )?(?:--authfile \S+ )?(\S+)/,
     fact: (m, target) => ({ kind: 'pivot', phase: 'pulling', target: target ?? m[1]! }),
   },
   // rpm-ostree rebase ostree-unverified-registry:IMAGE / ostree-image-signed:...

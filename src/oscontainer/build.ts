@@ -1,21 +1,26 @@
 /**
- * Build the legacy oscontainer (docs/PROTOCOLS.md "legacy (openshift/pivot)") from an ostree commit: export the
- * commit alone into a fresh archive repo, stream it as the `/srv/repo` layer (deterministic tar → parallel gzip,
- * sha256 of both while streaming), then the image config and manifest. Everything lands in a work directory,
- * ready to push.
+ * Build an oscontainer from an ostree commit, in either format (docs/PROTOCOLS.md "Oscontainer formats"):
+ * - `legacy` (default): export the commit alone into a fresh archive repo and stream it as the `/srv/repo` layer;
+ * - `native`: the ostree-ext container format, built by `native/build.ts`.
+ * Either way the layer is a deterministic tar → parallel gzip with sha256 of both while streaming, then the image
+ * config and manifest. Everything lands in a work directory, ready to push.
  */
-import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
-import { digestOf, digestOfHash, sha256Hash } from '../oci/digest.js';
+import { digestOf } from '../oci/digest.js';
 import { type BuiltManifest, encodeJson, imageConfig, imageManifest, type LayerInfo } from './image.js';
+import { writeLayerFile } from './layer-file.js';
+import { buildNativeImage } from './native/build.js';
 import { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
-import { type GzipOptions, parallelGzip } from './parallel-gzip.js';
+import type { GzipOptions } from './parallel-gzip.js';
 import { planTar, tarDirectory } from './tar-layer.js';
+
+/** `legacy`: `/srv/repo` (pivot, MCO ≤ 4.13); `native`: ostree-ext's bootable format (rpm-ostree, bootc). */
+export type OscontainerFormat = 'legacy' | 'native';
+export const OSCONTAINER_FORMATS: readonly OscontainerFormat[] = ['legacy', 'native'];
 
 export interface BuildSource {
   /** An ostree repository and a commit checksum or ref in it. */
@@ -26,6 +31,8 @@ export interface BuildSource {
 }
 
 export interface BuildOptions extends BuildSource {
+  /** Default `legacy`. */
+  format?: OscontainerFormat;
   /** Overrides (or supplies, when the commit has none) the `version` label. */
   version?: string;
   /** OCI manifest and media types instead of Docker v2 schema 2. */
@@ -42,6 +49,7 @@ export interface BuildOptions extends BuildSource {
 }
 
 export interface OscontainerImage {
+  format: OscontainerFormat;
   commit: string;
   version: string;
   /** Manifest digest: what the image is referenced by. */
@@ -49,7 +57,7 @@ export interface OscontainerImage {
   manifest: BuiltManifest;
   config: { bytes: Buffer; digest: string };
   layer: LayerInfo & { path: string };
-  /** The work directory holding `layer.tar.gz` (and the exported repo); remove with `dispose()`. */
+  /** The work directory holding `layer.tar.gz` (and any exported repo); remove with `dispose()`. */
   dir: string;
   dispose(): Promise<void>;
 }
@@ -62,32 +70,13 @@ export interface LayerOptions {
 
 /** Write `repoDir` as the `srv/repo` layer to `outPath`; returns its digests and size. */
 export async function writeRepoLayer(repoDir: string, outPath: string, options: LayerOptions = {}): Promise<LayerInfo> {
-  const diffHash = sha256Hash();
-  const blobHash = sha256Hash();
-  let uncompressed = 0;
-  let size = 0;
   const tarOptions = { prefix: 'srv/repo', exclude: (path: string) => path === '.lock' };
   const plan = await planTar(repoDir, tarOptions);
-  async function* tee(): AsyncGenerator<Buffer> {
-    for await (const chunk of tarDirectory(repoDir, tarOptions, plan)) {
-      diffHash.update(chunk);
-      uncompressed += chunk.byteLength;
-      options.onProgress?.(uncompressed, plan.size);
-      yield chunk;
-    }
-  }
-  const out = createWriteStream(outPath);
-  try {
-    for await (const chunk of parallelGzip(tee(), options.gzip)) {
-      blobHash.update(chunk);
-      size += chunk.byteLength;
-      if (!out.write(chunk)) await once(out, 'drain');
-    }
-  } finally {
-    out.end();
-    await once(out, 'close');
-  }
-  return { digest: digestOfHash(blobHash), diffId: digestOfHash(diffHash), size };
+  return writeLayerFile(tarDirectory(repoDir, tarOptions, plan), outPath, {
+    gzip: options.gzip,
+    total: plan.size,
+    onProgress: options.onProgress,
+  });
 }
 
 export async function buildOscontainer(options: BuildOptions): Promise<OscontainerImage> {
@@ -132,33 +121,56 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
       );
     }
     options.signal?.throwIfAborted();
-    progress('export', 0, null);
-    const exported = join(dir, 'repo');
-    await exportCommit(repo, info.commit, exported);
-    if (committed) await rm(committed, { recursive: true, force: true });
-    options.signal?.throwIfAborted();
-    const layerPath = join(dir, 'layer.tar.gz');
+    const format = options.format ?? 'legacy';
     let last = 0;
-    const layer = await writeRepoLayer(exported, layerPath, {
-      gzip: options.gzip,
-      onProgress: (done, total) => {
-        // About 100 progress events per layer, not one per tar block.
-        if (done - last >= total / 100 || done === total) {
-          last = done;
-          progress('layer', done, total);
-        }
-      },
-    });
-    const configBytes = encodeJson(imageConfig({ commit: info.commit, version, labels: options.labels }, layer));
-    const manifest = imageManifest(configBytes, layer, options.oci ?? false);
+    const onProgress = (done: number, total: number) => {
+      // About 100 progress events per layer, not one per tar block.
+      if (done - last >= total / 100 || done === total) {
+        last = done;
+        progress('layer', done, total);
+      }
+    };
+    let layer: LayerInfo & { path: string };
+    let configBytes: Buffer;
+    let manifest: BuiltManifest;
+    if (format === 'native') {
+      const built = await buildNativeImage({
+        repo,
+        commit: info.commit,
+        version,
+        dir,
+        oci: options.oci ?? false,
+        labels: options.labels,
+        gzip: options.gzip,
+        onProgress,
+        onPhase: (phase) => {
+          options.signal?.throwIfAborted();
+          progress(phase, 0, null);
+        },
+      });
+      ({ layer, manifest } = built);
+      configBytes = built.config.bytes;
+    } else {
+      progress('export', 0, null);
+      const exported = join(dir, 'repo');
+      await exportCommit(repo, info.commit, exported);
+      if (committed) await rm(committed, { recursive: true, force: true });
+      options.signal?.throwIfAborted();
+      const layerPath = join(dir, 'layer.tar.gz');
+      layer = { ...(await writeRepoLayer(exported, layerPath, { gzip: options.gzip, onProgress })), path: layerPath };
+      configBytes = encodeJson(imageConfig({ commit: info.commit, version, labels: options.labels }, layer));
+      manifest = imageManifest(configBytes, layer, options.oci ?? false);
+    }
+    if (committed) await rm(committed, { recursive: true, force: true });
     options.bus?.emit({ kind: 'image.built', ref, digest: manifest.digest, commit: info.commit, version });
     return {
+      format,
       commit: info.commit,
       version,
       digest: manifest.digest,
       manifest,
       config: { bytes: configBytes, digest: digestOf(configBytes) },
-      layer: { ...layer, path: layerPath },
+      layer,
       dir,
       dispose,
     };

@@ -57,8 +57,13 @@ export function encodeJson(value: unknown): Buffer {
   return Buffer.from(JSON.stringify(value));
 }
 
-/** A Docker v2 schema 2 manifest, or an OCI manifest when `oci`. */
-export function imageManifest(config: Buffer, layer: LayerInfo, oci: boolean): BuiltManifest {
+/** A Docker v2 schema 2 manifest, or an OCI manifest when `oci` (only OCI manifests carry `annotations`). */
+export function imageManifest(
+  config: Buffer,
+  layer: LayerInfo,
+  oci: boolean,
+  annotations?: Record<string, string>,
+): BuiltManifest {
   const mediaType = oci ? MediaType.ociManifest : MediaType.dockerManifest;
   const configDescriptor: Descriptor = {
     mediaType: oci ? MediaType.ociConfig : MediaType.dockerConfig,
@@ -71,6 +76,7 @@ export function imageManifest(config: Buffer, layer: LayerInfo, oci: boolean): B
     size: layer.size,
   };
   const manifest: ImageManifest = { schemaVersion: 2, mediaType, config: configDescriptor, layers: [layerDescriptor] };
+  if (oci && annotations) manifest.annotations = annotations;
   const bytes = encodeJson(manifest);
   return { manifest, bytes, digest: digestOf(bytes), mediaType };
 }

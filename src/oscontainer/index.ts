@@ -3,9 +3,17 @@
 export { MediaType } from '../oci/media-types.js';
 export { byDigest, formatReference, type ImageReference, parseReference } from '../oci/reference.js';
 export { type BuildAndPushOptions, buildAndPush, mirrorOscontainer, type PublishedImage } from './api.js';
-export { type BuildOptions, buildOscontainer, type OscontainerImage, writeRepoLayer } from './build.js';
+export {
+  type BuildOptions,
+  buildOscontainer,
+  OSCONTAINER_FORMATS,
+  type OscontainerFormat,
+  type OscontainerImage,
+  writeRepoLayer,
+} from './build.js';
 export { type CopyOptions, type CopyResult, copyImage } from './copy.js';
 export { FIXED_CREATED, imageConfig, imageManifest, OSTREE_COMMIT_LABEL } from './image.js';
+export { NativeLabel } from './native/image-config.js';
 export { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
 export { type GzipOptions, parallelGzip } from './parallel-gzip.js';
 export { type LocalImageStore, type PushOptions, type PushResult, pushOscontainer, pushToStore } from './push.js';

@@ -3,10 +3,14 @@
  * thread (primed with the previous chunk's last 32 KiB as dictionary), and the pieces are joined into ONE gzip
  * member (RFC 1952) whose CRC-32 and size are computed here. Chunk boundaries depend only on the input bytes, so
  * the output is deterministic: the same input always gives the same bytes, whatever the worker count.
+ *
+ * An input piece may also come already compressed (`Deflated`: a complete raw-deflate stream and its content);
+ * it is joined into the member as it is (`deflate-blocks.ts`), after the bytes before it are flushed.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
+import { joinPieces } from './deflate-blocks.js';
 import type { GzipResult, GzipTask } from './gzip-worker.js';
 
 export interface GzipOptions {
@@ -23,6 +27,18 @@ export interface GzipOptions {
   adaptive?: boolean;
 }
 
+/** `raw` compressed as one complete raw-deflate stream (e.g. an archive-mode ostree object's content). */
+export interface Deflated {
+  raw: Uint8Array;
+  deflated: Uint8Array;
+}
+
+export type GzipInput = Uint8Array | Deflated;
+
+export function isDeflated(piece: GzipInput): piece is Deflated {
+  return !(piece instanceof Uint8Array);
+}
+
 const WINDOW = 32 * 1024;
 // Fixed header: no name, mtime 0, no extra flags, OS 255 "unknown" (independent of the build host).
 const HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
@@ -30,8 +46,8 @@ const HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
 class WorkerPool {
   readonly #workers: Worker[] = [];
   readonly #idle: Worker[] = [];
-  readonly #waiting: Array<{ task: GzipTask; resolve: (data: Uint8Array) => void; reject: (e: Error) => void }> = [];
-  readonly #pending = new Map<number, { resolve: (data: Uint8Array) => void; reject: (e: Error) => void }>();
+  readonly #waiting: Array<{ task: GzipTask; resolve: (r: GzipResult) => void; reject: (e: Error) => void }> = [];
+  readonly #pending = new Map<number, { resolve: (r: GzipResult) => void; reject: (e: Error) => void }>();
 
   constructor(size: number) {
     for (let i = 0; i < size; i++) {
@@ -39,7 +55,8 @@ class WorkerPool {
       worker.on('message', (result: GzipResult) => {
         const entry = this.#pending.get(result.id);
         this.#pending.delete(result.id);
-        entry?.resolve(result.data);
+        if (result.error !== undefined) entry?.reject(new Error(result.error));
+        else entry?.resolve(result);
         this.#release(worker);
       });
       worker.on('error', (error) => {
@@ -51,7 +68,7 @@ class WorkerPool {
     }
   }
 
-  run(task: GzipTask): Promise<Uint8Array> {
+  run(task: GzipTask): Promise<GzipResult> {
     return new Promise((resolve, reject) => {
       const worker = this.#idle.pop();
       if (worker) this.#dispatch(worker, task, resolve, reject);
@@ -59,7 +76,7 @@ class WorkerPool {
     });
   }
 
-  #dispatch(worker: Worker, task: GzipTask, resolve: (d: Uint8Array) => void, reject: (e: Error) => void): void {
+  #dispatch(worker: Worker, task: GzipTask, resolve: (r: GzipResult) => void, reject: (e: Error) => void): void {
     this.#pending.set(task.id, { resolve, reject });
     const transfer = [task.data.buffer as ArrayBuffer];
     worker.postMessage(task, transfer);
@@ -89,7 +106,7 @@ function asBuffer(data: Uint8Array): Buffer {
 
 /** Gzip an async byte stream in parallel; yields the compressed bytes in order. */
 export async function* parallelGzip(
-  source: AsyncIterable<Uint8Array>,
+  source: AsyncIterable<GzipInput>,
   options: GzipOptions = {},
 ): AsyncGenerator<Buffer> {
   const level = options.level ?? 6;
@@ -99,7 +116,8 @@ export async function* parallelGzip(
   const pool = new WorkerPool(poolSize);
   // Bounded read-ahead: at most two chunks in flight per worker keeps memory flat and every core busy.
   const maxInFlight = poolSize * 2;
-  const inFlight: Promise<Uint8Array>[] = [];
+  /** Output pieces, in order: one deflated chunk, or a joined stream's unchanged head and patched tail. */
+  const inFlight: Promise<Uint8Array[]>[] = [];
   let crc = 0;
   let size = 0;
   let id = 0;
@@ -112,12 +130,34 @@ export async function* parallelGzip(
     size += chunk.byteLength;
     const dictionary = previousTail;
     previousTail = chunk.byteLength >= WINDOW ? ownCopy(chunk.subarray(chunk.byteLength - WINDOW)) : null;
-    inFlight.push(pool.run({ id: id++, data: ownCopy(chunk), dictionary, last, level, adaptive }));
+    const task = pool.run({ id: id++, data: ownCopy(chunk), dictionary, last, level, adaptive });
+    inFlight.push(task.then((result) => [result.data]));
+  };
+  const join = (piece: Deflated) => {
+    crc = crc32(piece.raw, crc);
+    size += piece.raw.byteLength;
+    const raw = piece.raw;
+    previousTail = raw.byteLength >= WINDOW ? ownCopy(raw.subarray(raw.byteLength - WINDOW)) : null;
+    // The worker only finds the final block; the bytes stay here and only the last block is rewritten.
+    const { deflated } = piece;
+    const task = { kind: 'join' as const, id: id++, data: ownCopy(deflated), dictionary: null, last: false };
+    inFlight.push(pool.run({ ...task, level, adaptive }).then((result) => joinPieces(deflated, result.block!)));
+  };
+  const drain = async function* (below: number) {
+    while (inFlight.length > below) for (const piece of await inFlight.shift()!) yield asBuffer(piece);
   };
 
   try {
     yield HEADER;
     for await (const piece of source) {
+      if (isDeflated(piece)) {
+        if (bufferedBytes > 0) submit(Buffer.concat(buffered, bufferedBytes), false);
+        buffered = [];
+        bufferedBytes = 0;
+        join(piece);
+        yield* drain(maxInFlight - 1);
+        continue;
+      }
       buffered.push(asBuffer(piece));
       bufferedBytes += piece.byteLength;
       while (bufferedBytes > chunkSize) {
@@ -125,12 +165,12 @@ export async function* parallelGzip(
         submit(all.subarray(0, chunkSize), false);
         buffered = [all.subarray(chunkSize)];
         bufferedBytes -= chunkSize;
-        while (inFlight.length >= maxInFlight) yield asBuffer(await inFlight.shift()!);
+        yield* drain(maxInFlight - 1);
       }
     }
     // The last chunk (possibly empty) carries the final deflate block.
     submit(Buffer.concat(buffered, bufferedBytes), true);
-    while (inFlight.length > 0) yield asBuffer(await inFlight.shift()!);
+    yield* drain(0);
     const trailer = Buffer.alloc(8);
     trailer.writeUInt32LE(crc >>> 0, 0);
     trailer.writeUInt32LE(size % 2 ** 32, 4);

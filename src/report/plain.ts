@@ -13,7 +13,7 @@ const short = (digest: string) => digest.replace(/^sha256:/, '').slice(0, 12);
 /**
  * One line per event that matters in a CI log; null for noise (console lines, requests, fine progress). The
  * mapped type makes the compiler demand a formatter for every event kind. Events are printed as they come: the
- * producers guarantee how often they emit (one finished `blob.progress` per blob and client, one `vm.reboot`
+ * producers guarantee how often they emit (one finished `blob.progress` per blob response, one `vm.reboot`
  * per guest reboot), so a reporter never de-duplicates.
  */
 export const plainFormatters: EventFormatters<string | null> = {

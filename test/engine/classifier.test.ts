@@ -282,3 +282,32 @@ test('stripConsoleNoise strips timestamps, systemd tags, colours and CR', (t) =>
   t.is(stripConsoleNoise('[  OK  ] Started x'), 'Started x');
   t.is(stripConsoleNoise('\x1b[0;32m[FAILED]\x1b[0m Failed to start y'), 'Failed to start y');
 });
+
+test('recorded: the systemd fixture pivoting with the legacy Ignition (serial console of a real run)', (t) => {
+  // fixture-systemd-pivot.log: the serial console of test/images fixture.vm's first scenario (libvirt, TCG),
+  // saved unedited: initramfs Ignition, systemd, the report unit, pivot's glog lines, shutdown, the v2 boot.
+  // libvirt reports the guest's reset as vm.reboot after the kernel's last line
+  const lines = consoleOf('fixture-systemd-pivot.log');
+  const reset = lines.findIndex(
+    (input) => input.kind === 'vm.console' && input.line.includes('reboot: machine restart'),
+  );
+  const reboot: ClassifierInput = { kind: 'vm.reboot', node: 'n1', domain: 'd' } as ClassifierInput;
+  const { events } = run([...lines.slice(0, reset + 1), reboot, ...lines.slice(reset + 1)]);
+  t.deepEqual(brief(events), [
+    'ignition true',
+    'booted 1 4d02',
+    'pivot pulling 10.0.2.2:40841/fixture/os@sha2',
+    'pivot staging 10.0.2.2:40841/fixture/os@sha2',
+    'pivot staged 10.0.2.2:40841/fixture/os@sha2',
+    'pivot rebooting 10.0.2.2:40841/fixture/os@sha2',
+    'booted 2 a511',
+  ]);
+});
+
+test("openshift/pivot's glog lines: podman pull is the pulling phase, an F line is a failure", (t) => {
+  // Lines in the format of github.com/golang/glog with the messages of openshift/pivot e31a72d utils/run.go:16,48
+  const pull = '[   17.2] pivot[219]: I1201 20:28:34.872833     219 run.go:16] Running: podman pull -q r/os@sha256:ab';
+  const fatal = 'pivot[219]: F1201 20:14:08.743168     217 run.go:48] podman: timed out waiting for the condition';
+  const { events } = run([pull, fatal].map((line) => ({ kind: 'vm.console', node: 'n1', line })));
+  t.deepEqual(brief(events), ['pivot pulling r/os@sha256:ab', 'failure fatal error']);
+});

@@ -1,7 +1,7 @@
 import { UsageError } from '../../core/errors.js';
 import { loadFixture } from '../../images/fixture.js';
 import { parseReference } from '../../oci/reference.js';
-import { buildOscontainer } from '../../oscontainer/build.js';
+import { buildOscontainer, OSCONTAINER_FORMATS, type OscontainerFormat } from '../../oscontainer/build.js';
 import { pushOscontainer } from '../../oscontainer/push.js';
 import type { Command } from '../command.js';
 import { showImageProgress } from '../image-progress.js';
@@ -22,10 +22,15 @@ async function fixtureVersion(wanted: string, env: NodeJS.ProcessEnv) {
 export const command: Command = {
   name: 'build',
   summary: 'Build an oscontainer from an ostree commit and push it',
-  usage: '(--fixture N | --ostree-repo REPO --commit C | --from-dir ROOTFS --version V) [--push REF] [--oci]',
+  usage:
+    '(--fixture N | --ostree-repo REPO --commit C | --from-dir ROOTFS --version V) [--format legacy|native] ' +
+    '[--push REF] [--oci]',
   description:
-    'Build the legacy oscontainer (one layer holding /srv/repo, an archive ostree repo with exactly that commit;\n' +
-    'labels com.coreos.ostree-commit and version) reproducibly: the same commit always gives the same digest.\n' +
+    'Build an oscontainer reproducibly: the same commit always gives the same digest.\n' +
+    '  legacy (default): one layer holding /srv/repo, an archive ostree repo with exactly that commit;\n' +
+    '    labels com.coreos.ostree-commit and version (pivot, MCO up to 4.13).\n' +
+    "  native: the ostree-ext container format (the commit's objects under sysroot/ostree/repo plus the tree as\n" +
+    '    hard links); labels ostree.bootable, containers.bootc, ostree.commit (rpm-ostree rebase, bootc switch).\n' +
     'With --push, upload it and print the image by digest (HOST:PORT/REPO@sha256:…) on stdout.',
   options: {
     fixture: { type: 'string', valueName: 'N', description: 'Use version N of the built-in fixture OS' },
@@ -33,15 +38,22 @@ export const command: Command = {
     commit: { type: 'string', valueName: 'C', description: 'Commit checksum or ref in --ostree-repo' },
     'from-dir': { type: 'string', valueName: 'ROOTFS', description: 'Commit this directory tree first' },
     version: { type: 'string', valueName: 'V', description: "The image's version label (required with --from-dir)" },
+    format: {
+      type: 'string',
+      valueName: 'FORMAT',
+      description: 'legacy (/srv/repo, the default) or native (ostree-ext, bootable)',
+    },
     push: { type: 'string', valueName: 'REF', description: 'Push to HOST:PORT/REPO:TAG' },
     oci: { type: 'boolean', description: 'OCI manifest and media types (default: Docker v2 schema 2)' },
     insecure: { type: 'boolean', description: 'Plain HTTP to a non-loopback registry' },
     level: {
       type: 'string',
       valueName: '1-9',
-      description: 'gzip level (default 6); chunks that do not compress (zlib objects) are stored',
+      description:
+        'gzip level (default 6); chunks that do not compress (zlib objects) are stored; native: objects the ' +
+        'repo already compressed are kept as they are',
     },
-    json: { type: 'boolean', description: 'Print {digest, pinned, commit, version, layer} as JSON' },
+    json: { type: 'boolean', description: 'Print {format, digest, pinned, commit, version, layer} as JSON' },
   },
   async run({ args, bus, stdout, stderr, env, signal }) {
     const sources = ['fixture', 'ostree-repo', 'from-dir'].filter((name) => args.string(name) !== undefined);
@@ -58,6 +70,10 @@ export const command: Command = {
     if (level !== undefined && !(Number.isInteger(level) && level >= 1 && level <= 9)) {
       throw new UsageError(`invalid --level '${args.string('level')}'`, 'gzip levels are 1 (fast) to 9 (small)');
     }
+    const format = (args.string('format') ?? 'legacy') as OscontainerFormat;
+    if (!OSCONTAINER_FORMATS.includes(format)) {
+      throw new UsageError(`unknown --format '${format}'`, `pick one of: ${OSCONTAINER_FORMATS.join(', ')}`);
+    }
     const target = args.string('push');
     if (target) parseReference(target); // fail on a bad reference before the long build
     const source = args.string('fixture')
@@ -69,6 +85,7 @@ export const command: Command = {
         ...source,
         fromDir: args.string('from-dir'),
         version: args.string('version'),
+        format,
         oci: args.flag('oci'),
         gzip: level === undefined ? undefined : { level },
         bus,
@@ -81,6 +98,7 @@ export const command: Command = {
           : undefined;
         stop();
         const summary = {
+          format: image.format,
           digest: image.digest,
           pinned: pushed?.pinned ?? null,
           commit: image.commit,
@@ -89,7 +107,10 @@ export const command: Command = {
         };
         if (args.flag('json')) stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
         else {
-          stderr.write(`built ${image.version} (${image.commit.slice(0, 12)}), layer ${image.layer.size} bytes\n`);
+          stderr.write(
+            `built ${image.format} oscontainer ${image.version} (${image.commit.slice(0, 12)}), ` +
+              `layer ${image.layer.size} bytes\n`,
+          );
           stdout.write(`${pushed?.pinned ?? image.digest}\n`);
         }
       } finally {
