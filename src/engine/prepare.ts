@@ -46,15 +46,22 @@ export interface PrepareContext {
 export async function prepare(context: PrepareContext, world: World): Promise<void> {
   const { scenario, deps, bus, signal } = context;
   const spec = scenario.registry;
+  // What each phase makes is recorded in the World inside its work: a phase stopped right after it made
+  // something still leaves it to cleanup (withDeadline waits for the work to settle).
   if (spec.kind === 'embedded') {
-    world.registry = await withDeadline('starting the registry', PHASE_DEADLINES.registry, signal, () =>
-      deps.startRegistry({ host: '127.0.0.1', port: 0, storage: join(context.stateDir, 'registry'), bus }),
-    );
-    world.registryUrl = world.registry.url;
+    await withDeadline('starting the registry', PHASE_DEADLINES.registry, signal, async () => {
+      world.registry = await deps.startRegistry({
+        host: '127.0.0.1',
+        port: 0,
+        storage: join(context.stateDir, 'registry'),
+        bus,
+      });
+      world.registryUrl = world.registry.url;
+    });
   } else {
     world.registryUrl = spec.url;
   }
-  const registryUrl = world.registryUrl;
+  const registryUrl = world.registryUrl!;
   for (const [name, source] of scenario.oscontainers) {
     world.images.set(name, await oscontainer(context, world, registryUrl, name, source));
   }
@@ -88,13 +95,13 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
     });
     world.ignitionOf.set(def.name, JSON.stringify(config));
   }
-  world.host = await withDeadline('connecting to libvirt', PHASE_DEADLINES.host, signal, () =>
-    deps.openHost({
+  await withDeadline('connecting to libvirt', PHASE_DEADLINES.host, signal, async () => {
+    world.host = await deps.openHost({
       ...(context.uri ? { uri: context.uri } : {}),
       ...(context.sessionId ? { sessionId: context.sessionId } : {}),
       bus,
-    }),
-  );
+    });
+  });
 }
 
 /** The fixture OS, built (or found in the cache) once per run, and only when something needs it. */

@@ -36,8 +36,9 @@ export class EngineRuntime implements StepRuntime {
     if (watch.vm) throw new StepFailure(`node ${name} is already up`);
     const def = watch.def;
     const host = this.world.host!;
-    const vm = await withDeadline(`defining node ${name}`, PHASE_DEADLINES.createNode, this.signal, (signal) =>
-      host.createNode(
+    // The node is recorded as soon as it exists, so cleanup removes it even when the run stops right then.
+    await withDeadline(`defining node ${name}`, PHASE_DEADLINES.createNode, this.signal, async (signal) => {
+      watch.vm = await host.createNode(
         {
           name,
           image: this.world.diskOf.get(def.image)!,
@@ -47,9 +48,9 @@ export class EngineRuntime implements StepRuntime {
           firmware: def.firmware,
         },
         signal,
-      ),
-    );
-    watch.vm = vm;
+      );
+    });
+    const vm = watch.vm!;
     watch.cursor = watch.log.length;
     await withDeadline(`starting node ${name}`, PHASE_DEADLINES.startNode, this.signal, () => vm.start());
   }

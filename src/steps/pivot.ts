@@ -37,6 +37,7 @@ export const pivot: StepDefinition<PivotStep> = {
       );
     return pivotStep(node, to, pos);
   },
+  nodesOf: (step) => [step.node],
   async run(step, runtime) {
     await runtime.powerCycle(step.node, true);
   },
