@@ -63,7 +63,7 @@ export function readIgnitionFragment(
     if (!env.validateIgnition) return [];
     const { text, spans } = serialize(config);
     const result = await env.validateIgnition(JSON.parse(text) as object);
-    if (!result.checked || result.ok) return [];
+    if (!result.checked) return [];
     return validatorIssues(result.output, spans).map(({ path, message }) => ({
       // An unused key is about the key itself, anything else about the value.
       ...r.at(nodeAt(map, path, /unused key/i.test(message))),

@@ -10,6 +10,8 @@ export function readImages(r: DocumentReader, node: Node | null, out: Map<string
   const map = r.map(node, 'images');
   for (const pair of map.items) {
     r.guard(() => {
+      // References to an image whose definition is broken are not reported again (also for a bad name).
+      if (isScalar(pair.key)) r.broken.add(String(pair.key.value));
       const name = r.name(pair.key as Node, 'image name');
       r.broken.add(name);
       out.set(name, readImage(r, pair.value as Node | null, `image '${name}'`));

@@ -1,7 +1,9 @@
 /** `oscontainers:`: the images nodes pivot to, by name (built from the fixture, an ostree commit or a rootfs; or pulled). */
 import { join } from 'node:path';
 import { isScalar, type Node } from 'yaml';
+import { isSha256Digest } from '../oci/digest.js';
 import { parseReference } from '../oci/reference.js';
+import { Issue } from './error.js';
 import { describeKind } from './images-section.js';
 import type { DocumentReader } from './reader.js';
 import type { OscontainerSource } from './types.js';
@@ -10,6 +12,7 @@ export function readOscontainers(r: DocumentReader, node: Node | null, out: Map<
   const map = r.map(node, 'oscontainers');
   for (const pair of map.items) {
     r.guard(() => {
+      if (isScalar(pair.key)) r.broken.add(String(pair.key.value));
       const name = r.name(pair.key as Node, 'oscontainer name');
       r.broken.add(name);
       out.set(name, readOscontainer(r, pair.value as Node | null, `oscontainer '${name}'`));
@@ -26,8 +29,11 @@ function readOscontainer(r: DocumentReader, node: Node | null, what: string): Os
     const value = f.get('pull')!.value;
     const ref = r.string(value, `${what}.pull`);
     try {
-      parseReference(ref);
+      const parsed = parseReference(ref);
+      if (parsed.digest !== undefined && !isSha256Digest(parsed.digest))
+        r.fail(value, `${what}.pull: '${parsed.digest}' is not a sha256 digest`, 'write @sha256: and 64 lowercase hex digits');
     } catch (error) {
+      if (error instanceof Issue) throw error;
       r.fail(
         value,
         `${what}.pull: ${(error as Error).message}`,

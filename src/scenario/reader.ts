@@ -82,7 +82,9 @@ export class DocumentReader {
   string(node: Node | null, what: string, options: { multiline?: boolean } = {}): string {
     if (!isScalar(node) || (typeof node.value !== 'string' && typeof node.value !== 'number'))
       this.fail(node, `${what} must be a string, got ${describe(node)}`);
-    const text = String((node as { value: unknown }).value);
+    // A plain scalar that YAML reads as a number (a checksum of digits, `1.10`) is meant as written.
+    const { value, source } = node as { value: unknown; source?: unknown };
+    const text = typeof value === 'number' && typeof source === 'string' ? source : String(value);
     if (CONTROL.test(text) || (!options.multiline && /[\r\n]/.test(text)))
       this.fail(
         node,
