@@ -31,7 +31,11 @@ function readOscontainer(r: DocumentReader, node: Node | null, what: string): Os
     try {
       const parsed = parseReference(ref);
       if (parsed.digest !== undefined && !isSha256Digest(parsed.digest))
-        r.fail(value, `${what}.pull: '${parsed.digest}' is not a sha256 digest`, 'write @sha256: and 64 lowercase hex digits');
+        r.fail(
+          value,
+          `${what}.pull: '${parsed.digest}' is not a sha256 digest`,
+          'write @sha256: and 64 lowercase hex digits',
+        );
     } catch (error) {
       if (error instanceof Issue) throw error;
       r.fail(
