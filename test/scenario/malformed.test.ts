@@ -8,7 +8,9 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import test from 'ava';
+import { main } from '../../src/cli/main.js';
 import { scenarioEnvironment } from '../../src/cli/scenario-environment.js';
 import { loadScenario, ScenarioError } from '../../src/scenario/parse.js';
 import { type CliResult, runCli } from '../helpers/cli.js';
@@ -46,13 +48,39 @@ test('each malformed file gives exactly its problems, at their positions', async
   }
 });
 
-async function isolated(args: string[]): Promise<CliResult & { state: string[]; cache: string[] }> {
+function collector(): Writable & { text: string } {
+  const out = new Writable({
+    write(chunk, _encoding, done) {
+      out.text += String(chunk);
+      done();
+    },
+  }) as Writable & { text: string };
+  out.text = '';
+  return out;
+}
+
+/** The CLI, in a fresh state and cache directory: as a process (`spawn`), or its `main` in this process. */
+async function isolated(
+  args: string[],
+  how: 'spawn' | 'main' = 'spawn',
+): Promise<CliResult & { state: string[]; cache: string[] }> {
   const state = await mkdtemp(join(tmpdir(), 'devpivot-malformed-state-'));
   const cache = await mkdtemp(join(tmpdir(), 'devpivot-malformed-cache-'));
+  const env = { DEVPIVOT_STATE_DIR: state, DEVPIVOT_CACHE_DIR: cache, LIBVIRT_DEFAULT_URI: UNREACHABLE, CI: 'true' };
   try {
-    const result = await runCli(args, {
-      env: { DEVPIVOT_STATE_DIR: state, DEVPIVOT_CACHE_DIR: cache, LIBVIRT_DEFAULT_URI: UNREACHABLE, CI: 'true' },
-    });
+    let result: CliResult;
+    if (how === 'spawn') result = await runCli(args, { env });
+    else {
+      const stdout = collector();
+      const stderr = collector();
+      const code = await main(args, {
+        stdout,
+        stderr,
+        env: { ...process.env, ...env },
+        signal: new AbortController().signal,
+      });
+      result = { code, stdout: stdout.text, stderr: stderr.text };
+    }
     return { ...result, state: await readdir(state), cache: await readdir(cache) };
   } finally {
     await rm(state, { recursive: true, force: true });
@@ -78,13 +106,19 @@ function assertRefused(
 }
 
 test('each malformed file, through the CLI: exit status 2 with file:line:col, nothing started', async (t) => {
-  t.timeout(300_000);
-  const queue = [...files];
-  const worker = async () => {
-    for (let file = queue.shift(); file; file = queue.shift())
-      assertRefused(t, file, await isolated(['run', file.path, '--connect', UNREACHABLE, '--json']));
-  };
-  await Promise.all([worker(), worker(), worker()]);
+  for (const file of files)
+    assertRefused(t, file, await isolated(['run', file.path, '--connect', UNREACHABLE, '--json'], 'main'));
+});
+
+test('one malformed file of each section, as its own devpivot process', async (t) => {
+  const names = ['timeout-zero', 'image-path-missing', 'osc-commit-absent', 'registry-path', 'node-memory-huge'];
+  const more = ['kargs-line-break', 'ign-relative-path', 'expect-before-up', 'fault-external', 'yaml-syntax'];
+  await Promise.all(
+    [...names, ...more].map(async (name) => {
+      const file = files.find((f) => f.name === `${name}.yaml`)!;
+      assertRefused(t, file, await isolated(['run', file.path, '--connect', UNREACHABLE]));
+    }),
+  );
 });
 
 test('all malformed files at once: every problem of every file in one report, nothing started', async (t) => {
