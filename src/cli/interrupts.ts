@@ -6,6 +6,7 @@
  * While a kept environment is served (`--keep`), a signal ends the serving instead: the run itself is over.
  */
 import { DevpivotError, ExitCode } from '../core/errors.js';
+import { exitProcess } from '../core/exit.js';
 
 /** How long the second signal's best-effort destroy may take before the process exits regardless. */
 export const EMERGENCY_BUDGET_MS = 1500;
@@ -35,7 +36,9 @@ export interface InterruptHost {
   exit(code: number): never | void;
 }
 
-export function installInterrupts(host: InterruptHost = process as unknown as InterruptHost): Interrupts {
+export function installInterrupts(
+  host: InterruptHost = { on: (signal, listener) => process.on(signal, listener), exit: exitProcess },
+): Interrupts {
   const controller = new AbortController();
   const hooks = new Set<() => Promise<void>>();
   let serving: ((signal: Interrupt | 'stopped') => void) | undefined;

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { EventBus } from '../core/bus.js';
 import { ExitCode, exitCodeOf, formatError, isDebug, UsageError } from '../core/errors.js';
+import { exitProcess } from '../core/exit.js';
 import { didYouMean } from '../core/suggest.js';
 import { type Command, type CommandContext, type OptionSpec, ParsedArgs } from './command.js';
 import { type Interrupts, installInterrupts } from './interrupts.js';
@@ -149,5 +150,5 @@ export async function cli(argv: string[]): Promise<never> {
   await Promise.all(
     [process.stdout, process.stderr].map((stream) => new Promise((resolve) => stream.write('', resolve))),
   );
-  process.exit(code);
+  exitProcess(code);
 }

@@ -1,3 +1,4 @@
+import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
 import { formatDuration } from '../steps/units.js';
 
@@ -28,7 +29,7 @@ export class DeadlineError extends DevpivotError {
  * How long a phase that was stopped (deadline, Ctrl-C) may take to notice before it is abandoned: its work is
  * abortable, so it settles within moments; this bound only matters for a call that hangs in the hypervisor.
  */
-export const ABANDON_AFTER_MS = 30_000;
+export const ABANDON_AFTER_MS = 10_000;
 
 /**
  * Run `work` with its own signal, aborted after `ms` or when `parent` aborts; reject with DeadlineError on
@@ -75,6 +76,17 @@ export function withDeadline<T>(
       (error: unknown) => finish(() => reject(stopped ?? error)),
     );
   });
+}
+
+/** The `onAbandon` of withDeadline that says so on the bus: what was left running may leave something behind. */
+export function abandonWarning(bus: EventBus): (what: string) => void {
+  return (what) =>
+    bus.emit({
+      kind: 'log',
+      level: 'warn',
+      source: 'engine',
+      message: `${what} was stopped but did not finish within ${ABANDON_AFTER_MS / 1000} s; not waiting for it (devpivot down removes what it may leave)`,
+    });
 }
 
 /** Resolves after `ms`, rejects with the signal's reason when it aborts first. */

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
 import type { OscontainerSource, Scenario } from '../scenario/types.js';
 import type { VmHost } from '../vm/host.js';
-import { PHASE_DEADLINES, withDeadline } from './deadline.js';
+import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { Deps, FixtureArtifacts, PushedImage, RegistryHandle } from './deps.js';
 import { fixtureVersion, resolveImage } from './images.js';
 
@@ -49,15 +49,21 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   // What each phase makes is recorded in the World inside its work: a phase stopped right after it made
   // something still leaves it to cleanup (withDeadline waits for the work to settle).
   if (spec.kind === 'embedded') {
-    await withDeadline('starting the registry', PHASE_DEADLINES.registry, signal, async () => {
-      world.registry = await deps.startRegistry({
-        host: '127.0.0.1',
-        port: 0,
-        storage: join(context.stateDir, 'registry'),
-        bus,
-      });
-      world.registryUrl = world.registry.url;
-    });
+    await withDeadline(
+      'starting the registry',
+      PHASE_DEADLINES.registry,
+      signal,
+      async () => {
+        world.registry = await deps.startRegistry({
+          host: '127.0.0.1',
+          port: 0,
+          storage: join(context.stateDir, 'registry'),
+          bus,
+        });
+        world.registryUrl = world.registry.url;
+      },
+      abandonWarning(bus),
+    );
   } else {
     world.registryUrl = spec.url;
   }
@@ -95,13 +101,19 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
     });
     world.ignitionOf.set(def.name, JSON.stringify(config));
   }
-  await withDeadline('connecting to libvirt', PHASE_DEADLINES.host, signal, async () => {
-    world.host = await deps.openHost({
-      ...(context.uri ? { uri: context.uri } : {}),
-      ...(context.sessionId ? { sessionId: context.sessionId } : {}),
-      bus,
-    });
-  });
+  await withDeadline(
+    'connecting to libvirt',
+    PHASE_DEADLINES.host,
+    signal,
+    async () => {
+      world.host = await deps.openHost({
+        ...(context.uri ? { uri: context.uri } : {}),
+        ...(context.sessionId ? { sessionId: context.sessionId } : {}),
+        bus,
+      });
+    },
+    abandonWarning(bus),
+  );
 }
 
 /** The fixture OS, built (or found in the cache) once per run, and only when something needs it. */

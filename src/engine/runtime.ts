@@ -3,7 +3,7 @@
  * their deadlines, the waits on node logs, the registry's fault switches, what nodes reported.
  */
 import { type NodeLogEvent, type RegistryControl, StepFailure, type StepRuntime } from '../steps/runtime.js';
-import { PHASE_DEADLINES, withDeadline } from './deadline.js';
+import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { NodeWatches } from './node-watch.js';
 import type { World } from './prepare.js';
 
@@ -37,19 +37,25 @@ export class EngineRuntime implements StepRuntime {
     const def = watch.def;
     const host = this.world.host!;
     // The node is recorded as soon as it exists, so cleanup removes it even when the run stops right then.
-    await withDeadline(`defining node ${name}`, PHASE_DEADLINES.createNode, this.signal, async (signal) => {
-      watch.vm = await host.createNode(
-        {
-          name,
-          image: this.world.diskOf.get(def.image)!,
-          ignition: this.world.ignitionOf.get(name)!,
-          memoryMiB: def.memoryMiB,
-          vcpus: def.vcpus,
-          firmware: def.firmware,
-        },
-        signal,
-      );
-    });
+    await withDeadline(
+      `defining node ${name}`,
+      PHASE_DEADLINES.createNode,
+      this.signal,
+      async (signal) => {
+        watch.vm = await host.createNode(
+          {
+            name,
+            image: this.world.diskOf.get(def.image)!,
+            ignition: this.world.ignitionOf.get(name)!,
+            memoryMiB: def.memoryMiB,
+            vcpus: def.vcpus,
+            firmware: def.firmware,
+          },
+          signal,
+        );
+      },
+      abandonWarning(this.watches.bus),
+    );
     const vm = watch.vm!;
     watch.cursor = watch.log.length;
     await withDeadline(`starting node ${name}`, PHASE_DEADLINES.startNode, this.signal, () => vm.start());
