@@ -51,7 +51,9 @@ export const command: Command = {
       const pid = await keeperOf(state, id);
       if (pid === undefined) continue;
       const gone = await stopKeeper(pid, 120_000);
-      stdout.write(`${gone ? 'stopped' : 'signalled (still running)'} the devpivot serving session ${id} (pid ${pid})\n`);
+      stdout.write(
+        `${gone ? 'stopped' : 'signalled (still running)'} the devpivot serving session ${id} (pid ${pid})\n`,
+      );
     }
     const conn = await Connection.open(target.uri);
     try {

@@ -23,7 +23,9 @@ async function serve(context: CommandContext): Promise<number> {
   const storage = storageOf(context);
   if (!args.flag('quiet')) {
     bus.on('registry.request', (e) =>
-      stdout.write(`${e.client} ${e.method} ${e.path} ${e.status} ${e.bytes}B ${e.ms}ms\n`),
+      stdout.write(
+        `${e.client} ${e.method} ${e.path} ${e.status} ${e.bytes}B ${e.ms}ms${e.length !== undefined && e.bytes < e.length ? ` (cut at ${e.bytes} of ${e.length}B)` : ''}${e.corrupted ? ' (corrupted)' : ''}\n`,
+      ),
     );
   }
   const registry = await startRegistry({
