@@ -9,7 +9,7 @@ import { DevpivotError, ExitCode } from '../core/errors.js';
 import { exitProcess } from '../core/exit.js';
 
 /** How long the second signal's best-effort destroy may take before the process exits regardless. */
-export const EMERGENCY_BUDGET_MS = 1500;
+export const EMERGENCY_BUDGET_MS = 1000;
 
 export type Interrupt = 'SIGINT' | 'SIGTERM';
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { KeptRun } from '../engine/engine.js';
 import { sessionDir } from '../vm/sessions.js';
 import type { CommandContext } from './command.js';
+import { handOffRemoval } from './handoff.js';
 
 interface Keeper {
   pid: number;
@@ -42,7 +43,12 @@ export async function serveKept(kept: KeptRun, context: CommandContext, state: s
     }
     context.stderr.write(`removing the kept VMs of session ${kept.sessionId}\n`);
   } finally {
+    // A signal during this removal exits at once: the removal is handed over then.
+    const off = context.interrupts?.onEmergency(async () => {
+      handOffRemoval(kept.sessionId, kept.uri, context.env);
+    });
     await kept.release({ remove: true });
+    off?.();
     await rm(file, { force: true });
   }
 }

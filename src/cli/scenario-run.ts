@@ -1,12 +1,14 @@
 /** What `devpivot run` and `devpivot up` share: their options, the default scenario, running scenario files. */
 import { fileURLToPath } from 'node:url';
 import { ExitCode, UsageError } from '../core/errors.js';
-import { cacheDir, stateDir } from '../core/paths.js';
+import { cacheDir, libvirtUri, stateDir } from '../core/paths.js';
 import type { RunResult } from '../engine/engine.js';
 import type { Presenter } from '../report/presenter.js';
 import { loadScenarios } from '../scenario/parse.js';
 import type { Scenario } from '../scenario/types.js';
+import { newSessionId } from '../vm/sessions.js';
 import { type CommandContext, connectOption, type OptionSpec } from './command.js';
+import { handOffRemoval } from './handoff.js';
 import { serveKept } from './keep.js';
 import { scenarioEnvironment } from './scenario-environment.js';
 
@@ -66,6 +68,12 @@ export async function runScenarioFiles(
       for (const reporter of reporters) reporter.onEvent?.(event);
     });
     const signal = presenter.signal ? AbortSignal.any([context.signal, presenter.signal]) : context.signal;
+    // The session is chosen here, so that a second Ctrl-C can hand its removal over (handoff.ts).
+    const sessionId = args.string('session') ?? newSessionId();
+    const uri = libvirtUri(args.string('connect'), env);
+    const offHandoff = context.interrupts?.onEmergency(async () => {
+      if (!(keepFlag || presenter.keep?.())) handOffRemoval(sessionId, uri, env);
+    });
     let outcome: Awaited<ReturnType<typeof runScenarioServing>>;
     try {
       outcome = await runScenarioServing({
@@ -75,13 +83,14 @@ export async function runScenarioFiles(
         signal,
         keep: presenter.keep ? () => keepFlag || presenter.keep!() : keepFlag,
         ...(context.interrupts ? { onEmergency: context.interrupts.onEmergency } : {}),
-        ...(args.string('connect') ? { uri: args.string('connect') } : {}),
-        ...(args.string('session') ? { sessionId: args.string('session') } : {}),
+        uri,
+        sessionId,
         stateDir: state,
         cacheDir: cacheDir(env),
       });
     } finally {
       dispose();
+      offHandoff?.();
     }
     const result: RunResult = outcome.result;
     for (const reporter of reporters) await reporter.onEnd?.(result, scenario);

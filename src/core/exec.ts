@@ -134,3 +134,19 @@ export async function run(
     ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
   };
 }
+
+/**
+ * Start a program that outlives this process: its own session, no stdio, not waited for. For the cleanup a
+ * forced exit hands over (`devpivot down` after a second Ctrl-C); returns its pid, or undefined when it could not
+ * start.
+ */
+export function startDetached(file: string, args: readonly string[], options: { env?: NodeJS.ProcessEnv } = {}) {
+  try {
+    const child = spawn(file, args, { detached: true, stdio: 'ignore', env: options.env ?? process.env });
+    child.on('error', () => {});
+    child.unref();
+    return child.pid;
+  } catch {
+    return undefined;
+  }
+}
