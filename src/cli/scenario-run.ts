@@ -48,7 +48,7 @@ export async function runScenarioFiles(
       '--keep takes one scenario file',
       'run the scenario to keep on its own: devpivot up FILE --keep',
     );
-  const scenarios = await loadScenarios(files, scenarioEnvironment());
+  const scenarios = await loadScenarios(files, scenarioEnvironment(libvirtUri(args.string('connect'), env)));
   const [{ runScenarioServing }, { realDeps }, { createJunitReporter, mergeJunit }] = await Promise.all([
     import('../engine/engine.js'),
     import('../engine/real-deps.js'),

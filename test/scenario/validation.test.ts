@@ -97,3 +97,13 @@ test("ignition-validate's messages map back to paths: by JSON path, or by the of
   );
   t.deepEqual(dottedPath('storage.files[0].path'), ['storage', 'files', 0, 'path']);
 });
+
+test("with a remote libvirt URI the host's memory and firmware files are not this machine's: not checked", async (t) => {
+  const { scenarioEnvironment, isLocalUri } = await import('../../src/cli/scenario-environment.js');
+  t.true(isLocalUri('qemu:///system'));
+  t.true(isLocalUri('qemu+unix:///session?socket=/run/x'));
+  t.false(isLocalUri('qemu+tcp://10.0.0.5/system'));
+  const text = 'nodes:\n  n: { memory: 99999999GiB, firmware: uefi }\n';
+  t.notThrows(() => parseScenario(text, '/s.yaml', scenarioEnvironment('qemu+ssh://hypervisor/system')));
+  t.throws(() => parseScenario(text, '/s.yaml', scenarioEnvironment('qemu:///system')), { instanceOf: ScenarioError });
+});
