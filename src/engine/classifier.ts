@@ -145,12 +145,13 @@ const MARKERS: Marker[] = [
   // `podman pull -q [--authfile FILE] <pullspec>` (root.go).
   {
     pattern: /Running: podman pull (?:-q )?(?:--authfile \S+ )?(\S+)/,
-    fact: (m, target) => ({ kind: 'pivot', phase: 'pulling', target: target ?? m[1]! }),
+    // the pullspec named here is this pull's target (a later request names another than the first boot's)
+    fact: (m) => ({ kind: 'pivot', phase: 'pulling', target: m[1]! }),
   },
   // rpm-ostree rebase ostree-unverified-registry:IMAGE / ostree-image-signed:...
   {
     pattern: /Pulling manifest: (?:ostree-[a-z-]+:)?(?:docker:\/\/)?(\S+)/,
-    fact: (m, target) => ({ kind: 'pivot', phase: 'pulling', target: target ?? m[1]! }),
+    fact: (m) => ({ kind: 'pivot', phase: 'pulling', target: m[1]! }),
   },
   // bootc switch
   {

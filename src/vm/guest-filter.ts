@@ -3,7 +3,7 @@
  * that the node's QEMU connects to (its `filter-redirector` chardevs, domain-xml.ts):
  * - `fromGuest`: every frame the guest's NIC sends, taken away from slirp;
  * - `toHost`: the frames devpivot lets through, handed on to slirp;
- * - `toGuest`: frames devpivot sends to the guest (the resets of refused connections).
+ * - `toGuest`: frames devpivot sends to the guest (its answers to what it refused: TCP resets, ICMP unreachables).
  * Frames travel as QEMU's socket netdev and filter-redirector carry them: a 4-byte big-endian length, then the
  * Ethernet frame (qemu `net/filter-mirror.c`, without vnet headers). Without devpivot on the other end the guest
  * reaches nothing: QEMU drops what it cannot write to `fromGuest`.
@@ -146,7 +146,7 @@ export class GuestFilter {
     }
     this.stats.blocked += 1;
     this.#onBlocked(verdict.what);
-    if (verdict.reset) this.#send('toGuest', verdict.reset);
+    if (verdict.reply) this.#send('toGuest', verdict.reply);
   }
 
   #send(role: 'toHost' | 'toGuest', frame: Buffer): void {

@@ -13,8 +13,9 @@
  *   slirp's `hostfwd` opens to port 22 (ssh from the host's loopback). A SYN from port 22 would be the guest opening
  *   a connection of its own, so it is refused.
  * Everything else (DNS to 10.0.2.3, any other host port, the outside, ICMP, IPv6) is blocked; a blocked TCP
- * connection request is answered with a reset, so the guest sees "connection refused" at once, as with slirp's
- * `restrict=on`.
+ * connection request is answered with a reset and a blocked UDP datagram with ICMP "port unreachable", so the guest
+ * sees "connection refused" at once (as with slirp's `restrict=on`) instead of waiting for a timeout (a resolver
+ * asking 10.0.2.3 for the host name, as sudo does, would wait seconds per try).
  */
 
 /** slirp's address for the host (its loopback) as the guest sees it. */
@@ -29,8 +30,11 @@ export interface GuestNetworkPolicy {
 
 export type FrameVerdict =
   | { pass: true; why: 'arp' | 'dhcp' | 'host-port' | 'ssh' }
-  /** `what` names the blocked destination (`tcp 10.0.2.2:8080`, `udp 10.0.2.3:53`, `ipv6`…); `reset` goes back to the guest. */
-  | { pass: false; what: string; reset?: Buffer };
+  /**
+   * `what` names the blocked destination (`tcp 10.0.2.2:8080`, `udp 10.0.2.3:53`, `ipv6`…); `reply` goes back to the
+   * guest (a TCP reset, an ICMP port unreachable).
+   */
+  | { pass: false; what: string; reply?: Buffer };
 
 const ETH_ARP = 0x0806;
 const ETH_IPV4 = 0x0800;
@@ -60,8 +64,10 @@ export function frameVerdict(frame: Buffer, policy: GuestNetworkPolicy): FrameVe
   if (protocol === PROTO_UDP) {
     if (frame.length < l4 + 8) return { pass: false, what: 'a malformed UDP packet' };
     const port = frame.readUInt16BE(l4 + 2);
-    const toSlirp = isHost(dst) || dstText === '255.255.255.255';
-    return port === 67 && toSlirp ? { pass: true, why: 'dhcp' } : { pass: false, what: `udp ${dstText}:${port}` };
+    const broadcast = dstText === '255.255.255.255';
+    if (port === 67 && (isHost(dst) || broadcast)) return { pass: true, why: 'dhcp' };
+    const what = `udp ${dstText}:${port}`;
+    return broadcast ? { pass: false, what } : { pass: false, what, reply: portUnreachable(frame, ihl) };
   }
   if (protocol === PROTO_TCP) {
     if (frame.length < l4 + 20) return { pass: false, what: 'a malformed TCP packet' };
@@ -72,7 +78,7 @@ export function frameVerdict(frame: Buffer, policy: GuestNetworkPolicy): FrameVe
     if (isHost(dst) && policy.hostTcpPorts.includes(dport)) return { pass: true, why: 'host-port' };
     if (isHost(dst) && sport === SSH_PORT && !request) return { pass: true, why: 'ssh' };
     const what = `tcp ${dstText}:${dport}`;
-    return request ? { pass: false, what, reset: tcpReset(frame, ihl, l4) } : { pass: false, what };
+    return request ? { pass: false, what, reply: tcpReset(frame, ihl, l4) } : { pass: false, what };
   }
   if (protocol === PROTO_ICMP) return { pass: false, what: `icmp ${dstText}` };
   return { pass: false, what: `ip protocol ${protocol} to ${dstText}` };
@@ -117,6 +123,32 @@ function tcpReset(request: Buffer, ihl: number, l4: number): Buffer {
   pseudo.writeUInt16BE(20, 10);
   tcp.copy(pseudo, 12);
   tcp.writeUInt16BE(checksum(pseudo), 16);
+  return frame;
+}
+
+/**
+ * ICMP destination unreachable, port unreachable (RFC 792: type 3, code 3, the datagram's IP header and its first 8
+ * bytes), from the datagram's destination back to the guest.
+ */
+function portUnreachable(datagram: Buffer, ihl: number): Buffer {
+  const quoted = datagram.subarray(14, Math.min(datagram.length, 14 + ihl + 8));
+  const frame = Buffer.alloc(14 + 20 + 8 + quoted.length);
+  datagram.copy(frame, 0, 6, 12);
+  datagram.copy(frame, 6, 0, 6);
+  frame.writeUInt16BE(ETH_IPV4, 12);
+  const ip = frame.subarray(14, 34);
+  ip[0] = 0x45;
+  ip.writeUInt16BE(20 + 8 + quoted.length, 2);
+  ip[8] = 64;
+  ip[9] = PROTO_ICMP;
+  datagram.copy(ip, 12, 30, 34);
+  datagram.copy(ip, 16, 26, 30);
+  ip.writeUInt16BE(checksum(ip), 10);
+  const icmp = frame.subarray(34);
+  icmp[0] = 3;
+  icmp[1] = 3;
+  quoted.copy(icmp, 8);
+  icmp.writeUInt16BE(checksum(icmp), 2);
   return frame;
 }
 

@@ -2,6 +2,7 @@ import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 test('already-at-target: asked over ssh to pivot to the image it runs, pivot refuses; nothing staged, no reboot', async (t) => {
+  t.timeout(25 * 60_000);
   const run = await runScenarioCli('already-at-target');
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.deepEqual(bootedVersions(run.events), ['1', '2']);

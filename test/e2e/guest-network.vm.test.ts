@@ -11,6 +11,7 @@ import test from 'ava';
 import { leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 test('a node pulls from the registry but cannot reach another port of the host loopback', async (t) => {
+  t.timeout(25 * 60_000);
   let connections = 0;
   const other = createServer((socket) => {
     connections += 1;

@@ -2,6 +2,7 @@ import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 test('multi-hop: v1 → v2 by Ignition, → v3 by a second request over ssh; ssh sees each version', async (t) => {
+  t.timeout(40 * 60_000);
   const run = await runScenarioCli('multi-hop', { timeoutMs: 2_400_000 });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.deepEqual(run.steps, [

@@ -10,6 +10,7 @@ import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 test('staged without the reboot-needed unit: a named failure, and the node stays on v1', async (t) => {
+  t.timeout(25 * 60_000);
   const file = join(mkdtempSync(join(tmpdir(), 'devpivot-staged-e2e-')), 'staged-no-reboot.yaml');
   writeFileSync(
     file,

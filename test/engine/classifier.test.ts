@@ -311,3 +311,19 @@ test("openshift/pivot's glog lines: podman pull is the pulling phase, an F line 
   const { events } = run([pull, fatal].map((line) => ({ kind: 'vm.console', node: 'n1', line })));
   t.deepEqual(brief(events), ['pivot pulling r/os@sha256:ab', 'failure fatal error']);
 });
+
+test('a later pull names its own target (a second request after the first boot’s pivot)', (t) => {
+  // openshift/pivot e31a72d utils/run.go:16 "Running: %s %s" for root.go's podman pull, glog header
+  const pull = (image: string) =>
+    `pivot[219]: I1201 20:28:34.872833     219 run.go:16] Running: podman pull -q ${image}`;
+  const first = run([{ kind: 'vm.console', node: 'n1', line: pull('r/os-2@sha256:22') }]);
+  const second = run(
+    [
+      { kind: 'vm.reboot', node: 'n1', domain: 'd' },
+      { kind: 'vm.console', node: 'n1', line: pull('r/os-3@sha256:33') },
+      { kind: 'vm.console', node: 'n1', line: 'pivot[333]: Staging deployment...done' },
+    ],
+    first.state,
+  );
+  t.deepEqual(brief(second.events), ['pivot pulling r/os-3@sha256:33', 'pivot staged r/os-3@sha256:33']);
+});

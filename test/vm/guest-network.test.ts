@@ -82,7 +82,7 @@ test('blocked: other host ports, connections opened from port 22, DNS, the outsi
   t.like(frameVerdict(Buffer.alloc(10), policy), { pass: false, what: 'a runt frame' });
   t.like(frameVerdict(ethernet(0x0800, Buffer.alloc(10)), policy), { pass: false });
   t.is(
-    (frameVerdict(tcp('10.0.2.2', 40000, 8080, ACK), policy) as { reset?: Buffer }).reset,
+    (frameVerdict(tcp('10.0.2.2', 40000, 8080, ACK), policy) as { reply?: Buffer }).reply,
     undefined,
     'only a connection request gets a reset',
   );
@@ -90,8 +90,8 @@ test('blocked: other host ports, connections opened from port 22, DNS, the outsi
 
 test('a refused connection request is answered with a valid RST+ACK back to the guest', (t) => {
   const verdict = frameVerdict(tcp('10.0.2.2', 40000, 8080, SYN), policy);
-  if (verdict.pass || !verdict.reset) return t.fail('no reset');
-  const reset = verdict.reset;
+  if (verdict.pass || !verdict.reply) return t.fail('no reset');
+  const reset = verdict.reply;
   t.deepEqual(reset.subarray(0, 6), GUEST_MAC, 'to the guest');
   t.deepEqual(reset.subarray(6, 12), SLIRP_MAC);
   const ip = reset.subarray(14, 34);
@@ -105,6 +105,23 @@ test('a refused connection request is answered with a valid RST+ACK back to the 
   t.is(segment[13], 0x14, 'RST and ACK');
   const pseudo = Buffer.concat([ip.subarray(12, 20), Buffer.from([0, 6, 0, 20]), segment]);
   t.is(checksum(pseudo), 0, 'TCP checksum');
+});
+
+test('a refused datagram is answered with ICMP port unreachable quoting it; a broadcast is not answered', (t) => {
+  const datagram = udp('10.0.2.3', 53);
+  const verdict = frameVerdict(datagram, policy);
+  if (verdict.pass || !verdict.reply) return t.fail('no reply');
+  const reply = verdict.reply;
+  t.deepEqual(reply.subarray(0, 6), GUEST_MAC);
+  const ip = reply.subarray(14, 34);
+  t.is(checksum(ip), 0);
+  t.is(ip[9], 1, 'ICMP');
+  t.deepEqual([...ip.subarray(12, 16)], [10, 0, 2, 3], 'from the refused destination');
+  const icmp = reply.subarray(34);
+  t.deepEqual([icmp[0], icmp[1]], [3, 3], 'destination unreachable, port unreachable');
+  t.is(checksum(icmp), 0);
+  t.deepEqual(icmp.subarray(8), datagram.subarray(14, 14 + 28), 'the IP header and 8 bytes of the datagram');
+  t.like(frameVerdict(udp('255.255.255.255', 5353), policy), { pass: false, reply: undefined });
 });
 
 /** A stand-in for QEMU's three chardev connections to the filter. */
@@ -171,7 +188,7 @@ test('the filter passes allowed frames on, answers refused requests, and names e
     fromGuest.write(again);
     await settle();
     t.deepEqual(qemu.host, [allowed]);
-    t.is(qemu.guest.length, 1, 'the refused SYN got a reset');
+    t.is(qemu.guest.length, 3, 'the refused SYN got a reset, each refused datagram a port unreachable');
     t.deepEqual(blocked, ['tcp 10.0.2.2:8080', 'udp 10.0.2.3:53'], 'each destination once');
     t.like(filter.stats, { passed: 1, blocked: 3 });
     fromGuest.destroy();

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -172,6 +172,7 @@ test('a guest reaches the registry port and its ssh forward, nothing else on the
     t.is(registryConnections.length, before, 'the registry saw no connection from the unfiltered guest');
   } finally {
     await filter.close();
+    rmSync(guestFilterDir(sessionId), { recursive: true, force: true });
     await host.destroyAll();
     await host.close();
     registry.close();
