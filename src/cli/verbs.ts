@@ -54,6 +54,11 @@ export const verbs: Verb[] = [
     load: () => import('./commands/down.js'),
   },
   {
+    name: 'ssh',
+    summary: 'Log in to a node over ssh, or run a command there (as core)',
+    load: () => import('./commands/ssh.js'),
+  },
+  {
     name: 'console',
     summary: "Attach to a node's serial console (Ctrl-] detaches)",
     load: () => import('./commands/console.js'),

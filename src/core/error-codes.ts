@@ -102,6 +102,21 @@ const CATALOG = {
   CONSOLE_BUSY: { title: 'The console of the node is in use' },
   CONSOLE_LOG_MISSING: { title: 'No console log for that node' },
 
+  // ssh to nodes
+  SSH_MISSING: {
+    title: 'The OpenSSH client (ssh, ssh-keygen) is not installed',
+    hint: 'install it: apt-get install openssh-client',
+  },
+  SSH_KEYGEN_FAILED: { title: "ssh-keygen could not make the session's key pair" },
+  SSH_NO_KEY: {
+    title: 'The session has no ssh key',
+    hint: 'devpivot gives nodes a key when it creates them: start them with devpivot up or run --keep',
+  },
+  SSH_NO_FORWARD: {
+    title: 'The node has no ssh port forward',
+    hint: 'nodes created by this version of devpivot have one (see devpivot ps); create the node again',
+  },
+
   // Ignition
   IGNITION_INVALID: {
     title: 'The Ignition config is not valid',

@@ -2,9 +2,13 @@
  * The one way devpivot runs a child process: `run` for a program that finishes (captured output, hard
  * deadline), `startProcess` for a long-running one whose output is read while it runs (the fixture build, the
  * KVM probe). Every child leads its own process group, and killing means killing the group, so nothing a child
- * started (qemu under a script) can outlive devpivot's decision to stop it.
+ * started (qemu under a script) can outlive devpivot's decision to stop it. `runInteractive` is the exception: a
+ * program on the user's terminal (`devpivot ssh`) stays in devpivot's group, where the terminal is.
  */
 import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+
+const osSignals: Partial<Record<NodeJS.Signals, number>> = constants.signals;
 
 export type OutputStream = 'stdout' | 'stderr';
 
@@ -133,4 +137,20 @@ export async function run(
     timedOut,
     ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
   };
+}
+
+/**
+ * Run a program on this terminal (inherited stdin, stdout, stderr, in devpivot's own process group so the
+ * terminal reads and signals reach it) and resolve with its exit status: 128 + the signal number when a signal
+ * ended it, null when it could not start (`spawnError`). For interactive programs (`devpivot ssh`).
+ */
+export function runInteractive(
+  file: string,
+  args: readonly string[],
+): Promise<{ code: number | null; spawnError?: NodeJS.ErrnoException }> {
+  return new Promise((resolve) => {
+    const child = spawn(file, args, { stdio: 'inherit' });
+    child.on('error', (error: NodeJS.ErrnoException) => resolve({ code: null, spawnError: error }));
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 + (osSignals[signal] ?? 0) : null) }));
+  });
 }

@@ -17,6 +17,8 @@ export interface ClassifierState {
   readonly seen: ReadonlySet<string>;
   /** The pivot target last named by the guest in this boot (generic markers do not carry the pullspec). */
   readonly target: string | undefined;
+  /** Bonding "link status up" lines seen in this boot (kola's multi-line check). */
+  readonly bondingLines?: number;
 }
 
 export const initialState: ClassifierState = { seen: new Set(), target: undefined };
@@ -48,15 +50,59 @@ export function stripConsoleNoise(line: string): string {
     .trim();
 }
 
-/** Failure markers (kola's list): any of them means the node is broken, so the engine fails at once. */
+/**
+ * Failure markers: any of them means the node is broken, so the engine fails at once. First kola's console checks,
+ * exactly (coreos/coreos-assembler `mantle/kola/harness.go` `consoleChecks` at 05db482e; their `desc` is the
+ * reason; docs/PROTOCOLS.md "## Console"). kola runs each regex over the whole console: here each line, and the one
+ * multi-line check (bonding link messages, ten of them) is counted per boot (BONDING_MARKER).
+ */
 const FAILURE_MARKERS: [RegExp, string][] = [
-  [/Kernel panic - not syncing:/, 'kernel panic'],
-  [/\bOops: [0-9a-f]{4}\b|\bOops:\s/, 'kernel oops'],
-  [/dracut: Refusing to continue/, 'dracut refused to continue'],
-  [/You are in emergency mode/, 'emergency mode'],
-  [/invoked oom-killer/, 'out of memory'],
+  [/Press Enter for emergency shell|Starting Emergency Shell|You are in emergency mode/, 'emergency shell'],
+  [/dracut: Refusing to continue/, 'dracut fatal'],
+  [/Kernel panic - not syncing: (.*)/, 'kernel panic'],
+  [/Oops:/, 'kernel oops'],
+  [/WARNING: CPU: \d+ PID: \d+ at (.+)/, 'kernel warning'],
+  [/rejecting I\/O to offline device/, 'failure of disk under I/O'],
+  [
+    /EXT4-fs \([^)]+\): Delayed block allocation failed for inode \d+ at logical offset \d+ with max blocks \d+ with (error \d+)/,
+    'ext4 delayed allocation failure',
+  ],
+  [/((alloc|free) magic) (is )?broken/, 'GRUB memory corruption'],
+  [/ignition\[[0-9]+\]: failed to fetch config: context canceled/, 'Ignition fetch cancellation race'],
+  [/initrd-cleanup\.service: Main process exited, code=killed, status=15\/TERM/, 'initrd-cleanup.service terminated'],
+  [/panic: (.*)/, 'Go panic'],
+  [/SIGSEGV|=11\/SEGV/, 'segfault'],
+  [/[Cc]ore dump/, 'core dump'],
+  [/Ordering cycle found/, 'systemd ordering cycle'],
+  [/invoked oom-killer/, 'oom killer'],
+  [
+    /(\/.*\/system-generators\/.*) (failed with exit status|terminated by signal|failed due to unknown reason)/,
+    'systemd generator failure',
+  ],
+  // Not kola's. fedora-coreos-config emergency-shell.sh (0b634e3c): "Ignition has failed. Please ensure your config
+  // is valid. …" on every console.
   [/Ignition has failed/, 'Ignition failed'],
+  // glog's (and klog's) fatal line, `Fmmdd hh:mm:ss.uuuuuu <pid> <file>:<line>] <msg>` (openshift/pivot e31a72d
+  // vendor/github.com/golang/glog/glog.go formatHeader): pivot and the machine-config daemon exit 255 after it.
+  // Through a unit's console drop-in the line is as written; the MCD's journal follower prefixes `pivot.service: `.
+  [/\bF\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [\w.-]+:\d+\] /, 'fatal error'],
+  // rpm-ostree's and bootc's client: `error: <message>` on stderr and a non-zero exit (rpmostree-clientlib.cxx); on
+  // the console as the unit's journal line, `rpm-ostree[PID]: error: …`.
+  [/^(?:[\w.@-]+\[\d+\]: )?error: \S/, 'update tool error'],
+  // systemd: a unit whose start failed (`[FAILED] Failed to start <unit>.`; with the "combined" status format,
+  // `Failed to start <name> - <description>.`).
+  [/^Failed to start .+/, 'unit failed to start'],
 ];
+
+/** Failures that only repeat an earlier one of the same boot when it came first (see classifyLine). */
+const CONSEQUENCES: ReadonlySet<string> = new Set(['unit failed to start', 'update tool error']);
+
+/**
+ * kola's "excessive bonding link status messages" (harness.go): `(?s:link status up for interface [^,]+, enabling it
+ * in [0-9]+ ms.*?){10}`, ten in one console.
+ */
+const BONDING_MARKER = /link status up for interface [^,]+, enabling it in [0-9]+ ms/;
+const BONDING_LIMIT = 10;
 
 type Marker = { pattern: RegExp; fact: (match: RegExpExecArray, target: string | undefined) => Fact };
 type Fact =
@@ -66,39 +112,79 @@ type Fact =
 
 /** Progress markers of the real update tools (pivot, rpm-ostree, bootc, Ignition). */
 const MARKERS: Marker[] = [
+  // Ignition's own "Ignition finished successfully" (internal/main.go, v2.14) goes to the journal; a console shows
+  // it only where the journal is forwarded there (the fixture's initramfs echoes it).
   { pattern: /Ignition finished successfully/, fact: () => ({ kind: 'ignition', ok: true }) },
   { pattern: /Ignition has failed/, fact: () => ({ kind: 'ignition', ok: false }) },
-  // openshift/pivot: "Pivoting to: 42.80.1 (abc...)"; then rpm-ostree stages it
+  // What a real console shows: systemd reaching ignition-complete.target (Description "Ignition Complete",
+  // coreos/ignition fef845a7 dracut/30ignition/ignition-complete.target; first boot only), in the older and in the
+  // "combined" status format, and the getty's /etc/issue lines from fedora-coreos-config
+  // coreos-ignition-write-issues (48fa1e5b): "Ignition: ran on <date> (this boot)", "Ignition: user-provided
+  // config was applied".
+  {
+    pattern: /Reached target (?:ignition-complete\.target(?: - Ignition Complete)?|Ignition Complete)\b/,
+    fact: () => ({ kind: 'ignition', ok: true }),
+  },
+  { pattern: /^Ignition: ran on .+ \(this boot\)/, fact: () => ({ kind: 'ignition', ok: true }) },
+  { pattern: /^Ignition: user-provided config was applied/, fact: () => ({ kind: 'ignition', ok: true }) },
+  // openshift/pivot (e31a72d cmd/root.go): "Pivoting to: <version> (<csum>)", or "Pivoting to: <csum>" without a
+  // version label (:333); rpm-ostree then stages it.
   {
     pattern: /Pivoting to: (\S+) \(([0-9a-f]{64})\)/,
     fact: (m, target) => ({ kind: 'pivot', phase: 'staging', target: target ?? `${m[1]} (${m[2]})` }),
   },
   {
+    pattern: /Pivoting to: ([0-9a-f]{64})\s*$/,
+    fact: (m, target) => ({ kind: 'pivot', phase: 'staging', target: target ?? m[1]! }),
+  },
+  {
     pattern: /Already at target pivot; exiting/,
     fact: (_m, target) => ({ kind: 'skipped', target: target ?? '', reason: 'already at target' }),
+  },
+  // pivot logs every command first (utils/run.go:16 "Running: <cmd> <args>"): its pull is
+  // `podman pull -q [--authfile FILE] <pullspec>` (root.go).
+  {
+    pattern: /Running: podman pull (?:-q )?(?:--authfile \S+ )?(\S+)/,
+    // the pullspec named here is this pull's target (a later request names another than the first boot's)
+    fact: (m) => ({ kind: 'pivot', phase: 'pulling', target: m[1]! }),
   },
   // rpm-ostree rebase ostree-unverified-registry:IMAGE / ostree-image-signed:...
   {
     pattern: /Pulling manifest: (?:ostree-[a-z-]+:)?(?:docker:\/\/)?(\S+)/,
-    fact: (m, target) => ({ kind: 'pivot', phase: 'pulling', target: target ?? m[1]! }),
+    fact: (m) => ({ kind: 'pivot', phase: 'pulling', target: m[1]! }),
   },
   // bootc switch
   {
     pattern: /Fetching (?:ostree-[a-z-]+:)?(?:docker:\/\/)?(\S+)/,
     fact: (m, target) => ({ kind: 'pivot', phase: 'pulling', target: target ?? m[1]! }),
   },
+  // rpm-ostree's progress (d5ef5f0c rust/src/console_progress.rs): "Staging deployment..." then "done" off a TTY,
+  // "Staging deployment... done" on one; then the client's "Changes queued for next boot…"
+  // (src/app/rpmostree-clientlib.cxx:703). bootc: "Queued for next boot: <image>" (deploy.rs).
   {
-    pattern: /Staging deployment\.\.\.(?!done)/,
+    pattern: /Staging deployment\.\.\.(?! ?done)/,
     fact: (_m, target) => ({ kind: 'pivot', phase: 'staging', target: target ?? '' }),
   },
   {
-    pattern: /Staging deployment\.\.\.done|Queued for next boot/,
+    pattern: /Staging deployment\.\.\. ?done|Changes queued for next boot|Queued for next boot/,
     fact: (_m, target) => ({ kind: 'pivot', phase: 'staged', target: target ?? '' }),
   },
 ];
 
-/** A reboot the pivot asked for, once it staged something ("reboot: Restarting system" is the kernel's). */
-const REBOOT_MARKER = /reboot: Restarting system|Reached target (?:System )?Reboot/;
+/**
+ * A reboot the pivot asked for, once it staged something: pivot's `Running: systemctl reboot` (root.go, when
+ * --reboot or /run/pivot/reboot-needed), systemd reaching reboot.target (Description "System Reboot" in systemd
+ * 252, whose "combined" status format prints `reboot.target - System Reboot`; "Reboot" in older releases), and the
+ * kernel's `reboot: Restarting system`.
+ */
+const REBOOT_MARKER =
+  /reboot: Restarting system|Reached target (?:reboot\.target - )?(?:System )?Reboot\b|Running: systemctl reboot\b/;
+
+/**
+ * Ignition without a config (coreos-ignition-write-issues: "Ignition: no config provided by user"): devpivot always
+ * hands one over fw_cfg, so the node booted without what devpivot wrote.
+ */
+const NO_CONFIG_MARKER = /^Ignition: no config provided by user/;
 
 export function classify(state: ClassifierState, input: ClassifierInput): Classified {
   const node = input.node;
@@ -106,7 +192,7 @@ export function classify(state: ClassifierState, input: ClassifierInput): Classi
     case 'vm.started':
     case 'vm.reboot':
       // A new boot: every fact may be reported again. The pivot target stays (the pullspec outlives a boot).
-      return { state: { seen: new Set(), target: state.target }, events: [] };
+      return { state: { seen: new Set(), target: state.target, bondingLines: 0 }, events: [] };
     case 'vm.crashed':
       return once(state, `failure:crashed`, [
         { kind: 'guest.failure', node, reason: `the VM crashed: ${input.reason}`, line: '' },
@@ -125,6 +211,9 @@ function classifyLine(state: ClassifierState, node: string, raw: string): Classi
   if (at >= 0) return classifyReport(state, node, line.slice(at + REPORT_PREFIX.length), line);
   for (const [pattern, reason] of FAILURE_MARKERS) {
     if (!pattern.test(line)) continue;
+    // A unit that fails, or a tool that exits with an error, after a failure this boot already reported is its
+    // consequence (pivot's fatal line, then "Failed to start pivot.service"): one cause, one failure.
+    if (CONSEQUENCES.has(reason) && [...state.seen].some((fact) => fact.startsWith('failure:'))) break;
     let next = state;
     const events: GuestEvent[] = [];
     if (reason === 'Ignition failed') {
@@ -136,6 +225,18 @@ function classifyLine(state: ClassifierState, node: string, raw: string): Classi
       { kind: 'guest.failure', node, reason: `${reason}: ${line}`, line },
     ]);
     return { state: failure.state, events: [...events, ...failure.events] };
+  }
+  if (NO_CONFIG_MARKER.test(line))
+    return once(state, 'failure:no config', [
+      { kind: 'guest.failure', node, reason: `Ignition got no config: ${line}`, line },
+    ]);
+  if (BONDING_MARKER.test(line)) {
+    const bondingLines = (state.bondingLines ?? 0) + 1;
+    const next = { ...state, bondingLines };
+    if (bondingLines < BONDING_LIMIT) return { state: next, events: [] };
+    return once(next, 'failure:bonding', [
+      { kind: 'guest.failure', node, reason: `excessive bonding link status messages: ${line}`, line },
+    ]);
   }
   for (const marker of MARKERS) {
     const match = marker.pattern.exec(line);

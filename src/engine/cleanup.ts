@@ -32,9 +32,14 @@ export async function cleanupRun(
         if (vm) await quiet(`removing node ${watch.def.name}`, () => vm.destroy());
       }
       await quiet('removing the VMs', () => host.destroyAll());
+      const access = world.access;
+      if (access) await quiet("removing the session's ssh key", () => access.removeKey());
     }
     await quiet('closing the libvirt connection', () => host.close());
   }
   const registry = world.registry;
   if (registry) await quiet('stopping the registry', () => registry.stop());
+  // The guests' network filters live as long as the registry they lead to.
+  const access = world.access;
+  if (access) await quiet('closing the guest network', () => access.close());
 }

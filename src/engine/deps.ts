@@ -3,6 +3,7 @@ import type { PivotDriver } from '../ignition/fragments.js';
 import type { Fixture } from '../images/fixture.js';
 import type { RegistryFaults, StartRegistryOptions } from '../registry/index.js';
 import type { VmHost } from '../vm/host.js';
+import type { SessionKey } from './ssh.js';
 
 /**
  * Everything the engine drives, as one interface it receives. The engine imports the registry, oscontainer,
@@ -66,6 +67,8 @@ export interface IgnitionRequest {
   spec?: string;
   registry: { hostPort: string; insecure: boolean };
   kernelArgs?: { add: string[]; delete: string[] };
+  /** Public keys for the `core` user (`passwd.users`), on every node, with or without a pivot target. */
+  sshKeys?: string[];
   /** A fragment merged into the generated config. */
   extra?: Record<string, unknown>;
 }
@@ -80,4 +83,6 @@ export interface Deps {
   generateIgnition(request: IgnitionRequest): object;
   openHost(options: { uri?: string; sessionId?: string; bus: EventBus }): Promise<VmHost>;
   loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<FixtureArtifacts>;
+  /** The session's ssh key pair (made once per session, kept in its state directory). */
+  sessionKey(options: { stateDir: string; sessionId: string }): Promise<SessionKey>;
 }

@@ -12,6 +12,7 @@ import type { Deps } from './deps.js';
 import { NodeWatches } from './node-watch.js';
 import { emptyWorld, prepare, type World } from './prepare.js';
 import { EngineRuntime } from './runtime.js';
+import { StagedWatchdog } from './staged-watchdog.js';
 
 export { guestHostPort, repositoryName } from './prepare.js';
 
@@ -28,6 +29,8 @@ export interface EngineOptions {
   sessionId?: string;
   stateDir: string;
   cacheDir: string;
+  /** How long a staged pivot may go without a reboot before it is a failure (default STAGED_GRACE_MS). */
+  stagedGraceMs?: number;
 }
 
 export interface StepResult {
@@ -78,6 +81,7 @@ class Engine {
   readonly world: World = emptyWorld();
   readonly watches: NodeWatches;
   readonly runtime: EngineRuntime;
+  readonly staged: StagedWatchdog;
   /** The run's signal: the caller's, or the scenario's timeout. */
   readonly signal: AbortSignal;
   readonly runTimer: NodeJS.Timeout;
@@ -103,12 +107,18 @@ class Engine {
       options.signal.removeEventListener('abort', onAbort);
     };
     this.watches = new NodeWatches(this.scenario.nodes, this.bus, this.signal, this.world.imageCommits);
-    this.runtime = new EngineRuntime(this.world, this.watches, this.signal, options.signal);
+    this.staged = new StagedWatchdog(
+      this.bus,
+      new Map(this.scenario.nodes.map((def) => [def.name, def.driver])),
+      options.stagedGraceMs,
+    );
+    this.runtime = new EngineRuntime(this.world, this.watches, this.signal, options.signal, this.staged);
   }
 
   async run(): Promise<RunResult> {
     const started = Date.now();
     const dispose = this.bus.subscribe((event) => this.watches.observe(event));
+    const disposeStaged = this.bus.subscribe((event) => this.staged.observe(event));
     const steps: StepResult[] = stepNames(this.scenario).map((name, index) => ({
       index,
       name,
@@ -129,6 +139,8 @@ class Engine {
       }
     } finally {
       dispose();
+      disposeStaged();
+      this.staged.dispose();
       this.detach();
       await cleanupRun(this.world, this.watches, () => this.keep(), this.bus);
     }

@@ -7,9 +7,11 @@ import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
 import type { OscontainerSource, Scenario } from '../scenario/types.js';
 import type { VmHost } from '../vm/host.js';
+import { newSessionId } from '../vm/sessions.js';
 import { PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { Deps, FixtureArtifacts, PushedImage, RegistryHandle } from './deps.js';
 import { fixtureVersion, resolveImage } from './images.js';
+import { SessionAccess } from './ssh-access.js';
 
 /** What a run made and holds: prepare fills it, steps use it, cleanup removes it. */
 export interface World {
@@ -25,6 +27,10 @@ export interface World {
   readonly ignitionOf: Map<string, string>;
   /** Commit first booted by a node of each non-fixture image (what `booted: <image>` means for it). */
   readonly imageCommits: Map<string, string>;
+  /** The session's ssh key, ssh forwards and guest network filters. */
+  access?: SessionAccess;
+  /** The registry as guests reach it: `10.0.2.2:PORT`. */
+  guestRegistry?: string;
 }
 
 export function emptyWorld(): World {
@@ -76,6 +82,19 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
       world.imageCommits.set(name, fixtureVersion(await loadFixture(context, world), source.version).commit);
   }
   const guestRegistry = guestHostPort(registryUrl);
+  world.guestRegistry = guestRegistry;
+  // The session id is known before the host opens: the nodes' Ignition carries the session's ssh key.
+  const sessionId = context.sessionId ?? newSessionId();
+  world.access = await SessionAccess.prepare({
+    sessionId,
+    stateDir: context.stateDir,
+    guestRegistry,
+    bus,
+    needsSsh: scenario.steps.some((step) => step.kind === 'ssh' || step.kind === 'pivot'),
+    sessionKey: (options) => deps.sessionKey(options),
+  });
+  await world.access.reserve(scenario.nodes.map((def) => def.name));
+  const sshKeys = world.access.key ? [world.access.key.publicKey] : [];
   for (const def of scenario.nodes) {
     const target = def.pivot ? world.images.get(def.pivot)! : undefined;
     const repository = def.pivot ? repositoryName(def.pivot) : undefined;
@@ -84,6 +103,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
       ...(target ? { image: `${guestRegistry}/${repository}@${target.digest}` } : {}),
       registry: { hostPort: guestRegistry, insecure: registryUrl.startsWith('http:') },
       ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
+      ...(sshKeys.length > 0 ? { sshKeys } : {}),
       ...(def.ignition ? { extra: def.ignition } : {}),
     });
     world.ignitionOf.set(def.name, JSON.stringify(config));
@@ -91,7 +111,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   world.host = await withDeadline('connecting to libvirt', PHASE_DEADLINES.host, signal, () =>
     deps.openHost({
       ...(context.uri ? { uri: context.uri } : {}),
-      ...(context.sessionId ? { sessionId: context.sessionId } : {}),
+      sessionId,
       bus,
     }),
   );

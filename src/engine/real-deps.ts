@@ -1,11 +1,12 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { generateIgnition } from '../ignition/index.js';
+import { appendSpec2, generateIgnition, mergeSpec3 } from '../ignition/index.js';
 import { buildFixture } from '../images/fixture.js';
 import { buildAndPush, mirrorOscontainer, RegistryClient } from '../oscontainer/index.js';
 import { startRegistry } from '../registry/index.js';
 import { openHost } from '../vm/index.js';
 import type { Deps, PushedImage } from './deps.js';
+import { ensureSessionKey } from './ssh.js';
 
 /**
  * The real implementations behind the engine's `Deps` contract: the embedded registry, the oscontainer builder
@@ -58,15 +59,22 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       return { digest, commit, version };
     },
 
-    generateIgnition({ driver, image, spec, registry, kernelArgs, extra }) {
+    generateIgnition({ driver, image, spec, registry, kernelArgs, sshKeys, extra }) {
       // A scenario's extra config may leave out ignition.version: it is merged into ours, so take ours.
       const merged =
         extra && !(extra as { ignition?: { version?: unknown } }).ignition?.version
           ? { ...extra, ignition: { ...((extra as { ignition?: object }).ignition ?? {}), version: '3.0.0' } }
           : extra;
       if (image === undefined) {
-        // A node without a pivot target: only the user's config (the contract's generator needs a target).
-        return merged ?? { ignition: { version: '3.0.0' } };
+        // A node without a pivot target: the session's ssh key and the user's config (the contract's generator
+        // needs a target).
+        const version = (merged as { ignition?: { version?: string } } | undefined)?.ignition?.version ?? '3.0.0';
+        const base = {
+          ignition: { version },
+          ...(sshKeys?.length ? { passwd: { users: [{ name: 'core', sshAuthorizedKeys: sshKeys }] } } : {}),
+        };
+        if (!merged) return base;
+        return version.startsWith('2.') ? appendSpec2(base, merged) : mergeSpec3(base, merged);
       }
       return generateIgnition({
         driver,
@@ -74,6 +82,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
         ...(spec ? { spec } : {}),
         registry,
         ...(kernelArgs ? { kernelArgs } : {}),
+        ...(sshKeys?.length ? { sshKeys } : {}),
         ...(merged ? { extra: merged } : {}),
       });
     },
@@ -96,6 +105,10 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       if (built)
         bus.emit({ kind: 'log', level: 'info', source: 'fixture', message: `built the fixture OS in ${fixture.dir}` });
       return fixture;
+    },
+
+    sessionKey({ stateDir, sessionId }) {
+      return ensureSessionKey(stateDir, sessionId);
     },
   };
 }

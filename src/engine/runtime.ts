@@ -2,10 +2,24 @@
  * The engine's side of the steps' runtime interface (`src/steps/runtime.ts`): node actions on the VM host with
  * their deadlines, the waits on node logs, the registry's fault switches, what nodes reported.
  */
-import { type NodeLogEvent, type RegistryControl, StepFailure, type StepRuntime } from '../steps/runtime.js';
+import {
+  type NodeLogEvent,
+  type RegistryControl,
+  SSH_FAILED,
+  type SshResult,
+  StepFailure,
+  type StepRuntime,
+} from '../steps/runtime.js';
+import { formatDuration } from '../steps/units.js';
 import { PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { NodeWatches } from './node-watch.js';
-import type { World } from './prepare.js';
+import { repositoryName, type World } from './prepare.js';
+import { runOverSsh, type SshTarget } from './ssh.js';
+import { AS_ROOT, pivotRequestScript, REBOOT_MARKER } from './ssh-pivot.js';
+import type { StagedWatchdog } from './staged-watchdog.js';
+
+/** How often a command is tried again while the node's sshd does not answer yet. */
+const SSH_RETRY_MS = 3000;
 
 export class EngineRuntime implements StepRuntime {
   constructor(
@@ -15,6 +29,8 @@ export class EngineRuntime implements StepRuntime {
     readonly signal: AbortSignal,
     /** The caller's signal only (Ctrl-C): `down` still finishes when the scenario's timeout ran out. */
     readonly removalSignal: AbortSignal,
+    /** Told when a `pivot` step asked a node to reboot itself. */
+    readonly staged?: StagedWatchdog,
   ) {}
 
   async waitFor(
@@ -36,6 +52,7 @@ export class EngineRuntime implements StepRuntime {
     if (watch.vm) throw new StepFailure(`node ${name} is already up`);
     const def = watch.def;
     const host = this.world.host!;
+    const network = await this.world.access?.forNode(name);
     const vm = await withDeadline(`defining node ${name}`, PHASE_DEADLINES.createNode, this.signal, (signal) =>
       host.createNode(
         {
@@ -45,6 +62,7 @@ export class EngineRuntime implements StepRuntime {
           memoryMiB: def.memoryMiB,
           vcpus: def.vcpus,
           firmware: def.firmware,
+          ...(network ? { network } : {}),
         },
         signal,
       ),
@@ -99,5 +117,48 @@ export class EngineRuntime implements StepRuntime {
 
   failures(node: string): readonly { reason: string }[] {
     return this.watches.get(node).failures.map((failure) => failure.event);
+  }
+
+  #sshTarget(node: string): SshTarget {
+    if (!this.watches.get(node).vm) throw new StepFailure(`node ${node} is not up`);
+    const target = this.world.access?.target(node);
+    if (!target) throw new StepFailure(`node ${node} has no ssh access (devpivot could not make a session key)`);
+    return target;
+  }
+
+  async ssh(node: string, command: string, options: { timeoutMs: number }): Promise<SshResult> {
+    return runOverSsh(this.#sshTarget(node), command, { timeoutMs: options.timeoutMs, signal: this.signal });
+  }
+
+  async requestPivot(node: string, to: string, timeoutMs: number): Promise<void> {
+    const target = this.#sshTarget(node);
+    const image = this.world.images.get(to);
+    if (!image || !this.world.guestRegistry) throw new StepFailure(`oscontainer ${to} is not in the registry`);
+    const pullspec = `${this.world.guestRegistry}/${repositoryName(to)}@${image.digest}`;
+    const script = pivotRequestScript(this.watches.get(node).def.driver, pullspec, to);
+    const watch = this.watches.get(node);
+    watch.cursor = watch.log.length;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (this.signal.aborted) throw this.signal.reason;
+      const result = await runOverSsh(target, AS_ROOT, {
+        timeoutMs: Math.max(left, 1),
+        input: script,
+        signal: this.signal,
+      });
+      if (this.signal.aborted) throw this.signal.reason;
+      // The reboot it asked for may end the connection before ssh reports the status.
+      if (result.output.includes(REBOOT_MARKER)) this.staged?.rebootRequested(node);
+      if (result.code === 0 || result.output.includes(REBOOT_MARKER)) return;
+      const tail = result.output.trim().split('\n').slice(-6).join('\n');
+      if (result.code !== SSH_FAILED || deadline - Date.now() < SSH_RETRY_MS) {
+        const status =
+          result.code === null ? `no answer within ${formatDuration(timeoutMs)}` : `exit status ${result.code}`;
+        throw new StepFailure(`the pivot request to ${node} failed (${status})${tail ? `:\n${tail}` : ''}`);
+      }
+      // sshd is not up yet (the node is still booting): try again, failing fast on guest failures meanwhile.
+      await this.pause(SSH_RETRY_MS);
+    }
   }
 }

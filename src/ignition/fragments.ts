@@ -3,6 +3,7 @@
  * users. `render.ts` turns them into a spec 3 or spec 2 config.
  */
 import { UsageError } from '../core/errors.js';
+import { REPORT_SCRIPT, UPDATE_UNITS } from './report-script.js';
 
 export type PivotDriver = 'legacy' | 'rpm-ostree' | 'bootc';
 export const PIVOT_DRIVERS: readonly PivotDriver[] = ['legacy', 'rpm-ostree', 'bootc'];
@@ -93,6 +94,19 @@ function pivotUnit(description: string, commands: string[]): string {
 
 const DIGEST_PINNED = /@sha256:[a-f0-9]{64}$/;
 
+/** appendInitialPivot's unit, byte for byte (MCO release-4.5 pkg/server/server.go). */
+export const MCD_WRITE_PIVOT_REBOOT = {
+  name: 'mcd-write-pivot-reboot.service',
+  contents: `[Unit]
+Before=pivot.service
+ConditionFirstBoot=true
+[Service]
+ExecStart=/bin/sh -c 'mkdir /run/pivot && touch /run/pivot/reboot-needed'
+[Install]
+WantedBy=multi-user.target
+`,
+};
+
 export function driverFragment(driver: PivotDriver, image: string, kernelArgs: KernelArg[]): Fragment {
   const fragment: Fragment = { files: [], units: [], users: [] };
   if (driver === 'legacy') {
@@ -113,6 +127,16 @@ export function driverFragment(driver: PivotDriver, image: string, kernelArgs: K
       });
     }
     fragment.units.push({ name: 'pivot.service', dropins: [CONSOLE_DROPIN] });
+    // What the machine-config server of 4.1–4.5 wrote next to the pullspec (openshift/machine-config-operator
+    // release-4.5 pkg/server/server.go appendInitialPivot, f84e07a9): pivot.service runs pivot without --reboot,
+    // and pivot reboots only when /run/pivot/reboot-needed exists, which this unit creates on the first boot.
+    fragment.units.push({
+      name: MCD_WRITE_PIVOT_REBOOT.name,
+      enabled: true,
+      contents: MCD_WRITE_PIVOT_REBOOT.contents,
+    });
+    // rpm-ostree stages the deployment: it is written at shutdown, and its log says whether that worked.
+    fragment.units.push({ name: 'ostree-finalize-staged.service', dropins: [CONSOLE_DROPIN] });
     return fragment;
   }
   if (driver === 'rpm-ostree') {
@@ -199,24 +223,6 @@ export function trustFragment(trust: RegistryTrust, options: { legacyRegistriesC
   return fragment;
 }
 
-/**
- * The report line (docs/PROTOCOLS.md "## Console") for guests that do not print it natively (RHCOS, FCOS): at each boot, the boot
- * id and the booted deployment's checksum and version from `ostree admin status` (the data `rpm-ostree status`
- * shows), on the journal and straight on /dev/console so the line arrives unprefixed.
- */
-export const REPORT_SCRIPT = `#!/bin/sh
-# devpivot: print one machine-readable line per boot with the booted OS version and ostree commit.
-boot_id=$(cat /proc/sys/kernel/random/boot_id)
-set -- $(ostree admin status 2>/dev/null | awk '
-  /^\\* / { found = 1; split($3, parts, "."); commit = parts[1]; next }
-  found && /^  [^ ]/ { exit }
-  found && $1 == "Version:" { version = $2; exit }
-  END { print commit, version }')
-line="devpivot-report: {\\"event\\":\\"booted\\",\\"bootId\\":\\"$boot_id\\",\\"version\\":\\"\${2:-}\\",\\"commit\\":\\"\${1:-}\\"}"
-echo "$line"
-if [ -w /dev/console ]; then echo "$line" > /dev/console; fi
-`;
-
 export function reportFragment(): Fragment {
   return {
     files: [{ path: '/etc/devpivot/report.sh', contents: REPORT_SCRIPT, mode: 0o755 }],
@@ -226,8 +232,10 @@ export function reportFragment(): Fragment {
         enabled: true,
         contents: [
           '[Unit]',
-          'Description=devpivot: report the booted OS version and commit',
+          'Description=devpivot: report the booted OS version, commit and image',
           'After=local-fs.target',
+          // Ordering only (no Wants): the boot line comes before any update unit's output.
+          `Before=${UPDATE_UNITS.join(' ')}`,
           '',
           '[Service]',
           'Type=oneshot',

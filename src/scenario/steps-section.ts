@@ -145,6 +145,13 @@ class StepBodyReader implements StepReader {
     return name;
   }
 
+  oscontainer(v: YamlValue | null, what: string): string {
+    return this.r.ref(node(v) ?? null, what, this.context.oscontainers, (version) => ({
+      kind: 'build-fixture',
+      version,
+    }));
+  }
+
   pivotTarget(name: string): string | undefined {
     return this.context.nodes.find((n) => n.name === name)?.pivot;
   }

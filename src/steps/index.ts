@@ -13,6 +13,7 @@ import { type PowerOffStep, powerOff } from './power-off.js';
 import type { StepReader, StepSource } from './reader.js';
 import { type RebootStep, reboot } from './reboot.js';
 import type { StepRuntime } from './runtime.js';
+import { type SshStep, ssh } from './ssh.js';
 import { type UpStep, up } from './up.js';
 import { type WaitStep, wait } from './wait.js';
 
@@ -26,6 +27,7 @@ export type Step =
   | RebootStep
   | WaitStep
   | PivotStep
+  | SshStep
   | DownStep;
 export type StepKind = Step['kind'];
 export type StepOf<K extends StepKind> = Extract<Step, { kind: K }>;
@@ -40,6 +42,7 @@ export const STEPS: { readonly [K in StepKind]: StepDefinition<StepOf<K>> } = {
   reboot,
   wait,
   pivot,
+  ssh,
   down,
 };
 
@@ -75,5 +78,5 @@ function expectsFailure<K extends StepKind>(kind: K, step: StepOf<K>): string | 
 export type { StepBase, StepDefinition, StepSchema } from './definition.js';
 export { DEFAULT_WITHIN_MS } from './definition.js';
 export type { Field, Fields, Position, StepReader, StepSource, YamlValue } from './reader.js';
-export type { NodeLogEvent, RegistryControl, StepRuntime } from './runtime.js';
-export { StepFailure } from './runtime.js';
+export type { NodeLogEvent, RegistryControl, SshResult, StepRuntime } from './runtime.js';
+export { SSH_FAILED, StepFailure } from './runtime.js';

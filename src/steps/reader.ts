@@ -71,6 +71,8 @@ export interface StepReader {
    * are several. An unknown name is an issue with "did you mean".
    */
   node(value: YamlValue | null | undefined, owner: YamlValue | null): string;
+  /** An oscontainer name; `fixture:N` defines a build of fixture version N (as a node's `pivot:` does). */
+  oscontainer(value: YamlValue | null, what: string): string;
   /** A node's `pivot:` target (an oscontainer name), if it has one. */
   pivotTarget(node: string): string | undefined;
   /**

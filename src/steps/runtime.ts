@@ -31,6 +31,17 @@ export interface RegistryControl {
   start(): Promise<void>;
 }
 
+/** What a command run on a node over ssh gave: its exit status (255: ssh itself failed) and its output. */
+export interface SshResult {
+  /** null when it ran out of time. */
+  code: number | null;
+  /** stdout and stderr, interleaved as they came. */
+  output: string;
+}
+
+/** ssh's exit status when it could not connect or log in. */
+export const SSH_FAILED = 255;
+
 export interface StepRuntime {
   /**
    * The first event of `node`'s log, from its cursor on, that `match`es; the cursor moves past it, so the next
@@ -62,4 +73,16 @@ export interface StepRuntime {
   boots(node: string): readonly { version: string; commit: string }[];
   /** Every failure a node reported (`guest.failure`), expected or not, oldest first. */
   failures(node: string): readonly { reason: string }[];
+  /**
+   * Run a shell command line on a running node over ssh, as the `core` user (the session's key); stops with the
+   * run. Rejects with a StepFailure when the node is not up or has no ssh access.
+   */
+  ssh(node: string, command: string, options: { timeoutMs: number }): Promise<SshResult>;
+  /**
+   * Make a running node pivot to an oscontainer the way a second machine-config-daemon request does (write the
+   * pullspec, start the node's update unit, reboot when it staged a deployment: src/engine/ssh-pivot.ts); its
+   * cursor moves to the end of its log first. Resolves once the request was handed over (the node may be
+   * rebooting); rejects with a StepFailure when the node's update unit failed, or ssh never connected in time.
+   */
+  requestPivot(node: string, to: string, timeoutMs: number): Promise<void>;
 }

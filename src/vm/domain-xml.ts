@@ -33,6 +33,19 @@ export interface DevpivotMetadata {
   volumes: string[];
   /** The shared base image volume the overlay is backed by (never deleted with the node). */
   base: string;
+  /** `127.0.0.1:PORT` forwarded to the guest's port 22, when the node has one (`devpivot ssh`). */
+  ssh?: string;
+}
+
+/**
+ * A node's user-mode network as devpivot sets it up (docs/ARCHITECTURE.md "## Guest network"): an ssh port forward
+ * on the host's loopback and the packet filter between the guest and slirp.
+ */
+export interface GuestNetworkSpec {
+  /** Host port on 127.0.0.1 forwarded to the guest's port 22 (slirp `hostfwd`). */
+  sshPort?: number;
+  /** The filter's unix sockets (devpivot listens, QEMU connects): see vm/guest-filter.ts. */
+  filter?: { fromGuest: string; toHost: string; toGuest: string };
 }
 
 export interface DomainXmlOptions {
@@ -53,6 +66,8 @@ export interface DomainXmlOptions {
   consoleLog: string;
   /** Direct kernel boot (optional: disk images boot through firmware). Paths on the hypervisor host. */
   kernel?: { path: string; initrd?: string; cmdline?: string };
+  /** Without it: libvirt's plain `<interface type='user'>`. */
+  network?: GuestNetworkSpec;
 }
 
 export function escapeXml(value: string): string {
@@ -111,6 +126,7 @@ export function metadataXml(meta: DevpivotMetadata): string {
     ['created', meta.created],
     ['volumes', meta.volumes.join(' ')],
     ['base', meta.base],
+    ...(meta.ssh ? [['ssh', meta.ssh]] : []),
   ]
     .map(([key, value]) => `${key}="${escapeXml(value!)}"`)
     .join(' ');
@@ -148,6 +164,7 @@ function readAttributes(element: string): DevpivotMetadata | undefined {
   const session = attr('session');
   const node = attr('node');
   if (!session || !node) return undefined;
+  const ssh = attr('ssh');
   return {
     session,
     node,
@@ -155,6 +172,7 @@ function readAttributes(element: string): DevpivotMetadata | undefined {
     created: attr('created') ?? '',
     volumes: (attr('volumes') ?? '').split(' ').filter(Boolean),
     base: attr('base') ?? '',
+    ...(ssh ? { ssh } : {}),
   };
 }
 
@@ -167,6 +185,7 @@ export function metadataElement(meta: DevpivotMetadata, extra: Record<string, st
     created: meta.created,
     volumes: meta.volumes.join(' '),
     base: meta.base,
+    ...(meta.ssh ? { ssh: meta.ssh } : {}),
     ...extra,
   })
     .map(([key, value]) => `${key}="${escapeXml(value)}"`)
@@ -177,8 +196,8 @@ export function metadataElement(meta: DevpivotMetadata, extra: Record<string, st
 export function domainXml(o: DomainXmlOptions): string {
   const e = escapeXml;
   const ovmf = o.ovmf ?? OVMF;
-  const qemuNs =
-    o.ignition.method === 'qemu-commandline' ? ` xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"` : '';
+  const qemuArgs = [...fwCfgArgs(o), ...networkArgs(o.network)];
+  const qemuNs = qemuArgs.length > 0 ? ` xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"` : '';
   const os: string[] = ["    <type arch='x86_64' machine='pc'>hvm</type>"];
   if (o.firmware === 'uefi') {
     os.push(`    <loader readonly='yes' type='pflash'>${e(ovmf.code)}</loader>`);
@@ -223,9 +242,7 @@ export function domainXml(o: DomainXmlOptions): string {
     `      <source file='${e(o.disk)}'/>`,
     "      <target dev='vda' bus='virtio'/>",
     '    </disk>',
-    "    <interface type='user'>",
-    "      <model type='virtio'/>",
-    '    </interface>',
+    ...(o.network ? [] : ["    <interface type='user'>", "      <model type='virtio'/>", '    </interface>']),
     "    <serial type='pty'>",
     `      <log file='${e(o.consoleLog)}' append='on'/>`,
     "      <target port='0'/>",
@@ -241,18 +258,62 @@ export function domainXml(o: DomainXmlOptions): string {
     '    </rng>',
     '  </devices>',
   );
-  if (o.ignition.method === 'qemu-commandline') {
-    // qemu's -fw_cfg option separates fields with commas; a literal comma in the path is written twice.
-    const path = o.ignition.path.replace(/,/g, ',,');
+  if (qemuArgs.length > 0) {
     lines.push(
       '  <qemu:commandline>',
-      "    <qemu:arg value='-fw_cfg'/>",
-      `    <qemu:arg value='name=${IGNITION_FWCFG_KEY},file=${e(path)}'/>`,
+      ...qemuArgs.map((arg) => `    <qemu:arg value='${e(arg)}'/>`),
       '  </qemu:commandline>',
     );
   }
   lines.push('</domain>');
   return `${lines.join('\n')}\n`;
+}
+
+/** qemu's option syntax separates fields with commas: a literal comma in a value is written twice. */
+function qemuValue(value: string): string {
+  return value.replace(/,/g, ',,');
+}
+
+function fwCfgArgs(o: DomainXmlOptions): string[] {
+  if (o.ignition.method !== 'qemu-commandline') return [];
+  return ['-fw_cfg', `name=${IGNITION_FWCFG_KEY},file=${qemuValue(o.ignition.path)}`];
+}
+
+/** The netdev and NIC devpivot defines itself (libvirt 9.0 forwards ports only with passt). */
+export const NETDEV_ID = 'devpivot-net0';
+/** A PCI slot libvirt does not hand out to a domain with devpivot's few devices (it allocates from 0x02 up). */
+const NIC_PCI_SLOT = '0x1e';
+
+/**
+ * The user-mode network on the QEMU command line: slirp with the ssh forward, the virtio NIC, and the
+ * filter-redirector that hands every frame the guest sends to devpivot's filter instead of slirp (queue=rx: the
+ * frames the netdev receives from the NIC) and takes back the ones it lets through; a second redirector on the
+ * other queue lets the filter answer the guest. Each chardev reconnects every second, so the domain starts
+ * before devpivot listens and survives its restart; while nothing listens, the guest's frames are dropped.
+ */
+function networkArgs(network: GuestNetworkSpec | undefined): string[] {
+  if (!network) return [];
+  const netdev = ['user', `id=${NETDEV_ID}`];
+  if (network.sshPort !== undefined) netdev.push(`hostfwd=tcp:127.0.0.1:${network.sshPort}-:22`);
+  const args = [
+    '-netdev',
+    netdev.join(','),
+    '-device',
+    `virtio-net-pci,netdev=${NETDEV_ID},bus=pci.0,addr=${NIC_PCI_SLOT}`,
+  ];
+  const filter = network.filter;
+  if (!filter) return args;
+  const chardev = (id: string, path: string) => ['-chardev', `socket,id=${id},path=${qemuValue(path)},reconnect=1`];
+  return [
+    ...args,
+    ...chardev('devpivot-from-guest', filter.fromGuest),
+    ...chardev('devpivot-to-host', filter.toHost),
+    ...chardev('devpivot-to-guest', filter.toGuest),
+    '-object',
+    `filter-redirector,id=devpivot-filter,netdev=${NETDEV_ID},queue=rx,outdev=devpivot-from-guest,indev=devpivot-to-host`,
+    '-object',
+    `filter-redirector,id=devpivot-reply,netdev=${NETDEV_ID},queue=tx,indev=devpivot-to-guest`,
+  ];
 }
 
 /** A dir storage pool. */

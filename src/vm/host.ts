@@ -1,3 +1,7 @@
+import type { GuestNetworkSpec } from './domain-xml.js';
+
+export type { GuestNetworkSpec } from './domain-xml.js';
+
 /**
  * The contract between the engine and the VM layer (mantle's `platform/platform.go`: Flight -> Cluster ->
  * Machine, guarantees written in the contract). The libvirt implementation lives under src/vm/libvirt; engine
@@ -32,6 +36,12 @@ export interface NodeSpec {
    * devpivot's own flows never set it: real images boot from their disk. The VM layer's tests use it.
    */
   kernel?: { path: string; initrd?: string; cmdline?: string };
+  /**
+   * The guest network devpivot sets up: an ssh forward on 127.0.0.1 (recorded in the domain's metadata as `ssh`)
+   * and the packet filter that limits the guest to the registry (docs/ARCHITECTURE.md "## Guest network").
+   * Without it, plain user-mode networking: the guest reaches everything the host reaches.
+   */
+  network?: GuestNetworkSpec;
 }
 
 export interface VmNode {

@@ -21,6 +21,8 @@ export function runScenarioCli(
     extraArgs?: string[];
     timeoutMs?: number;
     onEvent?: (event: Stamped, kill: (signal: NodeJS.Signals) => void) => void;
+    /** A scenario file elsewhere (a test's own); `name` then only names the session. */
+    file?: string;
   } = {},
 ): Promise<ScenarioRun> {
   return new Promise((resolve, reject) => {
@@ -29,7 +31,7 @@ export function runScenarioCli(
       [
         binPath,
         'run',
-        `${repoRoot}scenarios/${name}.yaml`,
+        options.file ?? `${repoRoot}scenarios/${name}.yaml`,
         '--json',
         '--session',
         session(name),

@@ -11,10 +11,13 @@ import {
 import { repoRoot } from '../helpers/cli.js';
 
 function consoleOf(name: string): ClassifierInput[] {
-  return readFileSync(`${repoRoot}test/engine/consoles/${name}`, 'utf8')
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => ({ kind: 'vm.console', node: 'n1', line }));
+  return (
+    readFileSync(`${repoRoot}test/engine/consoles/${name}`, 'utf8')
+      .split('\n')
+      // '#' lines label where the lines under them come from
+      .filter((line) => line !== '' && !line.startsWith('#'))
+      .map((line) => ({ kind: 'vm.console', node: 'n1', line }))
+  );
 }
 
 function run(
@@ -99,18 +102,23 @@ test('a generic marker before the report line still names the target known from 
   ]);
 });
 
-test('RHCOS legacy pivot markers with timestamps and systemd tags', (t) => {
-  const { events } = run(consoleOf('rhcos-pivot.log'));
+test('RHCOS 4.1 legacy pivot, from upstream logs and pivot’s source: pull, stage, reboot', (t) => {
+  const { events } = run(consoleOf('rhcos-legacy-pivot.log'));
   t.deepEqual(brief(events), [
     'ignition true',
-    'booted 410.84.202201 aaaa',
-    'pivot staging 411.86.202212 (bbbb00000000000',
-    'pivot staged 411.86.202212 (bbbb00000000000',
-    'pivot rebooting 411.86.202212 (bbbb00000000000',
+    'pivot pulling registry.svc.ci.openshift.org/',
+    'pivot staging registry.svc.ci.openshift.org/',
+    'pivot staged registry.svc.ci.openshift.org/',
+    'pivot rebooting registry.svc.ci.openshift.org/',
   ]);
+  const pulling = events[1] as Extract<GuestEvent, { kind: 'guest.pivot' }>;
+  t.is(
+    pulling.target,
+    'registry.svc.ci.openshift.org/rhcos/maipo@sha256:def5c8ef775f634d99e3f603da0db7591a0113ad8307bc8d8545a170787a2825',
+  );
 });
 
-test('FCOS rpm-ostree rebase markers', (t) => {
+test('FCOS rpm-ostree rebase markers, from rpm-ostree’s source', (t) => {
   const { events } = run(consoleOf('fcos-rebase.log'));
   t.deepEqual(brief(events), [
     'pivot pulling 10.0.2.2:5000/devpivot/fcos@sh',
@@ -119,19 +127,125 @@ test('FCOS rpm-ostree rebase markers', (t) => {
   ]);
 });
 
-test('every failure marker becomes guest.failure with its line', (t) => {
+test('every failure marker becomes guest.failure with its line; a unit failing after a fatal line is its consequence', (t) => {
   const { events } = run(consoleOf('failures.log'));
   t.deepEqual(brief(events), [
     'failure kernel panic',
-    'failure dracut refused to continue',
-    'failure emergency mode',
-    'failure out of memory',
+    'failure dracut fatal',
+    'failure emergency shell',
+    'failure oom killer',
     'failure kernel oops',
+    'failure kernel warning',
     'ignition false',
     'failure Ignition failed',
+    'failure fatal error',
   ]);
   const panic = events[0] as Extract<GuestEvent, { kind: 'guest.failure' }>;
   t.is(panic.line, 'Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)');
+});
+
+/**
+ * One line for each of kola's consoleChecks (coreos-assembler 05db482e mantle/kola/harness.go): the part kola's regex
+ * matches is as kola wrote it; the text around it is made up unless a comment names its source.
+ */
+const KOLA_LINES: [string, string][] = [
+  ['emergency shell', 'Press Enter for emergency shell or wait 5 minutes for reboot.'],
+  ['emergency shell', '         Starting Emergency Shell...'],
+  ['dracut fatal', '[    5.1] dracut: Refusing to continue'],
+  ['kernel panic', '[    3.2] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100'],
+  ['kernel oops', '[   13.2] Oops: 0000 [#1] SMP PTI'],
+  ['kernel warning', '[    2.0] WARNING: CPU: 1 PID: 238 at kernel/workqueue.c:3046 __flush_work+0x2a/0x70'],
+  ['failure of disk under I/O', '[   40.1] sd 0:0:0:0: rejecting I/O to offline device'],
+  [
+    'ext4 delayed allocation failure',
+    '[ 90.2] EXT4-fs (vda4): Delayed block allocation failed for inode 1234 at logical offset 0 with max blocks 8 with error 28',
+  ],
+  ['GRUB memory corruption', 'free magic is broken at 0x7ff0: 0x0'],
+  ['Ignition fetch cancellation race', 'ignition[612]: failed to fetch config: context canceled'],
+  [
+    'initrd-cleanup.service terminated',
+    'systemd[1]: initrd-cleanup.service: Main process exited, code=killed, status=15/TERM',
+  ],
+  ['Go panic', 'panic: runtime error: invalid memory address or nil pointer dereference'],
+  ['segfault', 'systemd-coredump[900]: Process 880 (rpm-ostree) of user 0 dumped core. (signal=11/SEGV)'],
+  ['core dump', 'kernel: rpm-ostree[880]: segfault at 0 ip 0 sp 0 error 4 (core dumped)'],
+  // Debian's systemd 252 (libsystemd-core-252.so): "Ordering cycle found, skipping %s"
+  ['systemd ordering cycle', 'systemd[1]: basic.target: Ordering cycle found, skipping sockets.target/start'],
+  ['oom killer', '[  120.1] podman invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0'],
+  [
+    'systemd generator failure',
+    'systemd[1]: /usr/lib/systemd/system-generators/coreos-boot-mount-generator failed with exit status 1.',
+  ],
+];
+
+test("every one of kola's console checks fails the node, with kola's description as the reason", (t) => {
+  for (const [desc, line] of KOLA_LINES) {
+    const { events } = run([{ kind: 'vm.console', node: 'n1', line }]);
+    const failure = events.find((e) => e.kind === 'guest.failure') as { reason?: string } | undefined;
+    t.is(failure?.reason?.split(':')[0], desc, line);
+  }
+});
+
+test("kola's bonding check needs ten link-up lines in one boot", (t) => {
+  const line = '[ 10.0] bond0: (slave eth1): link status up for interface eth1, enabling it in 200 ms';
+  const nine = run(Array.from({ length: 9 }, (): ClassifierInput => ({ kind: 'vm.console', node: 'n1', line })));
+  t.deepEqual(nine.events, []);
+  const ten = run([{ kind: 'vm.console', node: 'n1', line }], nine.state);
+  t.is((ten.events[0] as { reason?: string }).reason?.split(':')[0], 'excessive bonding link status messages');
+  const rebooted = run(
+    [
+      { kind: 'vm.reboot', node: 'n1', domain: 'd' },
+      { kind: 'vm.console', node: 'n1', line },
+    ],
+    nine.state,
+  );
+  t.deepEqual(rebooted.events, [], 'the count is per boot');
+});
+
+test('the real Ignition markers: ignition-complete.target and the /etc/issue lines; no config is a failure', (t) => {
+  const lines = [
+    // systemd 252 "combined" format; fedora-coreos-config 48fa1e5b coreos-ignition-write-issues
+    '[  OK  ] Reached target ignition-complete.target - Ignition Complete.',
+    'Ignition: ran on 2026/12/01 20:40:01 UTC (this boot)',
+    'Ignition: user-provided config was applied',
+  ];
+  for (const line of lines)
+    t.deepEqual(brief(run([{ kind: 'vm.console', node: 'n1', line }]).events), ['ignition true'], line);
+  t.deepEqual(
+    run([{ kind: 'vm.console', node: 'n1', line: 'Ignition: ran on 2026/12/01 20:40:01 UTC (at least 1 boot ago)' }])
+      .events,
+    [],
+    'an earlier boot’s provisioning is not this boot’s Ignition',
+  );
+  const none = run([{ kind: 'vm.console', node: 'n1', line: '\x1b[0;33mIgnition: no config provided by user\x1b[0m' }]);
+  t.regex((none.events[0] as { reason?: string }).reason ?? '', /^Ignition got no config/);
+});
+
+test('pivot’s glog fatal lines, from its source, with or without the MCD’s unit prefix', (t) => {
+  for (const line of [
+    // openshift/pivot e31a72d cmd/root.go:284 glog.Fatalf("%v", err), root.go:344, utils/run.go:84
+    'F1201 20:40:01.123456    1234 root.go:284] parsing current osImageURL: repository name must have at least one component',
+    'pivot.service: F0209 15:36:52.101144   90592 root.go:344] Multiple refs found in repo!',
+    'F1201 20:40:01.123456    1234 run.go:84] ostree: exit status 1',
+  ]) {
+    const { events } = run([{ kind: 'vm.console', node: 'n1', line }]);
+    t.is((events[0] as { reason?: string }).reason?.split(':')[0], 'fatal error', line);
+  }
+  // pivot's warnings are not failures (utils/run.go:40; upstream log: openshift/machine-config-operator PR #1868)
+  const warning = 'W0519 13:06:46.222937 2996778 run.go:40] podman failed: exit status 125; retrying...';
+  t.deepEqual(run([{ kind: 'vm.console', node: 'n1', line: warning }]).events, []);
+});
+
+// systemd 252's "Failed to start %s." (Debian libsystemd-core-252.so), %s the description or "name - description"
+test('a unit that fails to start, on its own, is a failure (older and combined status formats)', (t) => {
+  for (const line of ['[FAILED] Failed to start Pivot Tool.', '[FAILED] Failed to start pivot.service - Pivot Tool.']) {
+    const { events } = run([{ kind: 'vm.console', node: 'n1', line }]);
+    t.is((events[0] as { reason?: string }).reason?.split(':')[0], 'unit failed to start', line);
+  }
+  const rpmOstree = run([
+    { kind: 'vm.console', node: 'n1', line: 'error: Target image does not have ostree.bootable label' },
+  ]);
+  t.is((rpmOstree.events[0] as { reason?: string }).reason?.split(':')[0], 'update tool error');
 });
 
 test('the guest failure report and a crashed VM', (t) => {
@@ -167,4 +281,49 @@ test('stripConsoleNoise strips timestamps, systemd tags, colours and CR', (t) =>
   t.is(stripConsoleNoise('[   12.345] hello\r'), 'hello');
   t.is(stripConsoleNoise('[  OK  ] Started x'), 'Started x');
   t.is(stripConsoleNoise('\x1b[0;32m[FAILED]\x1b[0m Failed to start y'), 'Failed to start y');
+});
+
+test('recorded: the systemd fixture pivoting with the legacy Ignition (serial console of a real run)', (t) => {
+  // fixture-systemd-pivot.log: the serial console of test/images fixture.vm's first scenario (libvirt, TCG),
+  // saved unedited: initramfs Ignition, systemd, the report unit, pivot's glog lines, shutdown, the v2 boot.
+  // libvirt reports the guest's reset as vm.reboot after the kernel's last line
+  const lines = consoleOf('fixture-systemd-pivot.log');
+  const reset = lines.findIndex(
+    (input) => input.kind === 'vm.console' && input.line.includes('reboot: machine restart'),
+  );
+  const reboot: ClassifierInput = { kind: 'vm.reboot', node: 'n1', domain: 'd' } as ClassifierInput;
+  const { events } = run([...lines.slice(0, reset + 1), reboot, ...lines.slice(reset + 1)]);
+  t.deepEqual(brief(events), [
+    'ignition true',
+    'booted 1 4d02',
+    'pivot pulling 10.0.2.2:40841/fixture/os@sha2',
+    'pivot staging 10.0.2.2:40841/fixture/os@sha2',
+    'pivot staged 10.0.2.2:40841/fixture/os@sha2',
+    'pivot rebooting 10.0.2.2:40841/fixture/os@sha2',
+    'booted 2 a511',
+  ]);
+});
+
+test("openshift/pivot's glog lines: podman pull is the pulling phase, an F line is a failure", (t) => {
+  // Lines in the format of github.com/golang/glog with the messages of openshift/pivot e31a72d utils/run.go:16,48
+  const pull = '[   17.2] pivot[219]: I1201 20:28:34.872833     219 run.go:16] Running: podman pull -q r/os@sha256:ab';
+  const fatal = 'pivot[219]: F1201 20:14:08.743168     217 run.go:48] podman: timed out waiting for the condition';
+  const { events } = run([pull, fatal].map((line) => ({ kind: 'vm.console', node: 'n1', line })));
+  t.deepEqual(brief(events), ['pivot pulling r/os@sha256:ab', 'failure fatal error']);
+});
+
+test('a later pull names its own target (a second request after the first boot’s pivot)', (t) => {
+  // openshift/pivot e31a72d utils/run.go:16 "Running: %s %s" for root.go's podman pull, glog header
+  const pull = (image: string) =>
+    `pivot[219]: I1201 20:28:34.872833     219 run.go:16] Running: podman pull -q ${image}`;
+  const first = run([{ kind: 'vm.console', node: 'n1', line: pull('r/os-2@sha256:22') }]);
+  const second = run(
+    [
+      { kind: 'vm.reboot', node: 'n1', domain: 'd' },
+      { kind: 'vm.console', node: 'n1', line: pull('r/os-3@sha256:33') },
+      { kind: 'vm.console', node: 'n1', line: 'pivot[333]: Staging deployment...done' },
+    ],
+    first.state,
+  );
+  t.deepEqual(brief(second.events), ['pivot pulling r/os-3@sha256:33', 'pivot staged r/os-3@sha256:33']);
 });

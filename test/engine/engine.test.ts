@@ -6,10 +6,21 @@ import { guestHostPort, repositoryName, runScenario } from '../../src/engine/eng
 import { parseScenario } from '../../src/scenario/parse.js';
 import { type FakeOptions, fakeDeps } from './fake.js';
 
-async function runText(text: string, options: FakeOptions & { keep?: boolean; signal?: AbortSignal } = {}) {
+async function runText(
+  text: string,
+  options: FakeOptions & {
+    keep?: boolean;
+    signal?: AbortSignal;
+    onEvent?: (event: Stamped) => void;
+    stagedGraceMs?: number;
+  } = {},
+) {
   const bus = new EventBus();
   const events: Stamped[] = [];
-  bus.subscribe((event) => events.push(event));
+  bus.subscribe((event) => {
+    events.push(event);
+    options.onEvent?.(event);
+  });
   const world = fakeDeps(options);
   const result = await runScenario({
     scenario: parseScenario(text, '/tmp/test.yaml'),
@@ -19,6 +30,7 @@ async function runText(text: string, options: FakeOptions & { keep?: boolean; si
     keep: options.keep ?? false,
     stateDir: '/tmp/devpivot-test-state',
     cacheDir: '/tmp/devpivot-test-cache',
+    ...(options.stagedGraceMs ? { stagedGraceMs: options.stagedGraceMs } : {}),
   });
   const steps = events
     .filter((e) => e.kind === 'step.pass' || e.kind === 'step.fail')
@@ -74,15 +86,37 @@ test('the Ignition request names the target by digest at 10.0.2.2, with kernel a
     ignition: { storage: { files: [ { path: /etc/x } ] } }
 steps: [up]
 `);
+  const [request] = world.ignition;
+  t.regex(request?.sshKeys?.[0] ?? '', /^ssh-ed25519 \S+ devpivot-[0-9a-f]{8}$/, "the session's key for core");
   t.deepEqual(world.ignition, [
     {
       driver: 'legacy',
       image: `10.0.2.2:45678/devpivot/fixture-2@sha256:${'2'.repeat(64)}`,
       registry: { hostPort: '10.0.2.2:45678', insecure: true },
       kernelArgs: { add: ['a=1'], delete: ['quiet'] },
+      sshKeys: request?.sshKeys,
       extra: { storage: { files: [{ path: '/etc/x' }] } },
     },
   ]);
+});
+
+test('every node gets the session key, its own ssh forward and a guest network filter', async (t) => {
+  const { world } = await runText(`nodes:
+  a: { pivot: fixture:2 }
+  b: {}
+steps:
+  - up
+`);
+  t.is(world.ignition.length, 2);
+  const keys = world.ignition.map((request) => request.sshKeys);
+  t.deepEqual(keys[0], keys[1], 'one key per session, also for a node without a pivot target');
+  const networks = world.host!.nodes.map((node) => node.spec.network);
+  t.is(networks.length, 2);
+  t.not(networks[0]?.sshPort, networks[1]?.sshPort);
+  for (const network of networks) {
+    t.true((network?.sshPort ?? 0) > 0);
+    t.truthy(network?.filter?.fromGuest, 'the registry is on loopback: the guest network is filtered');
+  }
 });
 
 test('an expectation that is not met fails at its deadline; later steps are skipped; cleanup runs', async (t) => {
@@ -154,7 +188,7 @@ steps:
       },
     },
   );
-  t.regex(steps.at(-1)!, /^✗ wait 1m: node node1 failed: emergency mode/);
+  t.regex(steps.at(-1)!, /^✗ wait 1m: node node1 failed: emergency shell: You are in emergency mode/);
   t.true(Date.now() - started < 3000);
 });
 
@@ -245,7 +279,6 @@ steps:
 
 test('Ctrl-C during a step: the step fails as interrupted and the VMs are removed', async (t) => {
   const controller = new AbortController();
-  setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), 100);
   const { result, steps, world } = await runText(
     `nodes:
   node1: {}
@@ -253,7 +286,14 @@ steps:
   - up
   - wait: 1m
 `,
-    { signal: controller.signal },
+    {
+      signal: controller.signal,
+      // Ctrl-C once the wait runs (not at a fixed time: set-up may take longer on a loaded machine)
+      onEvent: (event) => {
+        if (event.kind === 'step.start' && event.name === 'wait 1m')
+          setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), 50);
+      },
+    },
   );
   t.false(result.ok);
   t.is(steps.at(-1), '✗ wait 1m: interrupted (interrupted by SIGINT)');
@@ -283,7 +323,7 @@ test('a set-up failure fails prepare with exit status 2 and skips every step', a
 });
 
 test("the scenario's timeout stops the run", async (t) => {
-  const { result, steps } = await runText(`timeout: 200ms
+  const { result, steps } = await runText(`timeout: 1s
 nodes:
   node1: {}
 steps:
@@ -291,7 +331,7 @@ steps:
   - wait: 1m
 `);
   t.false(result.ok);
-  t.is(steps.at(-1), "✗ wait 1m: the scenario's timeout of 200ms ran out");
+  t.is(steps.at(-1), "✗ wait 1m: the scenario's timeout of 1s ran out");
 });
 
 test('expect console matches raw lines; a down step removes the VMs', async (t) => {
@@ -312,4 +352,36 @@ test('repository names and guest registry addresses', (t) => {
   t.is(guestHostPort('http://127.0.0.1:5000'), '10.0.2.2:5000');
   t.is(guestHostPort('http://localhost:80'), '10.0.2.2:80');
   t.is(guestHostPort('https://registry.example.test'), 'registry.example.test:443');
+});
+
+test('a legacy pivot that stages and never reboots fails with the likely cause, not a timeout', async (t) => {
+  const started = Date.now();
+  const { result, steps } = await runText(
+    `nodes:
+  node1: { pivot: fixture:2 }
+steps:
+  - up
+  - expect: { booted: fixture:2, within: 1m }
+`,
+    {
+      stagedGraceMs: 300,
+      onBoot: (node) => {
+        // pivot's lines when /run/pivot/reboot-needed is missing: it stages, then exits without rebooting
+        node.say(`I1201 20:40:01.000000    1234 root.go:333] Pivoting to: 2 (${'2'.repeat(64)})`);
+        node.say('Staging deployment...done');
+        return true;
+      },
+    },
+  );
+  t.false(result.ok);
+  t.regex(
+    steps.at(-1)!,
+    /^✗ expect node1 booted fixture:2 within 1m: node node1 failed: the pivot staged 2 \(2+\) but node1 did not reboot within 300ms: pivot reboots only with --reboot or when \/run\/pivot\/reboot-needed exists/,
+  );
+  t.true(Date.now() - started < 10_000, 'long before the expect deadline');
+});
+
+test('a staged pivot that reboots in time is no failure', async (t) => {
+  const { result, steps } = await runText(OLD_TO_NEW, { stagedGraceMs: 300 });
+  t.true(result.ok, steps.join('\n'));
 });

@@ -224,6 +224,13 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
     async loadFixture() {
       return fixture;
     },
+    async sessionKey({ sessionId }) {
+      return {
+        key: '/nonexistent/id_ed25519',
+        publicKey: `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFAKE devpivot-${sessionId}`,
+        knownHosts: '/nonexistent/known_hosts',
+      };
+    },
   };
   return world;
 }

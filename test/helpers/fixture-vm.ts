@@ -3,6 +3,8 @@
  * src/vm: a transient domain `devpivot-test-images-<n>`, a qcow2 overlay and the Ignition file in
  * /var/lib/libvirt/images/devpivot-test/ (readable by libvirt-qemu), Ignition through fw_cfg
  * `opt/com.coreos/config`, user-mode virtio networking (10.0.2.2 = host loopback), serial console to a file.
+ * Options: UEFI (OVMF, a per-VM NVRAM copy) instead of SeaBIOS, and a forward of 127.0.0.1:PORT to the guest's
+ * port 22 (QEMU user networking `hostfwd`, loopback only: the VM layer has no port forward yet).
  */
 import { execFile } from 'node:child_process';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -31,19 +33,30 @@ function xmlEscape(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/'/g, '&apos;');
 }
 
+export interface FixtureVmOptions {
+  firmware?: 'bios' | 'uefi';
+  /** Forward 127.0.0.1:sshPort to the guest's port 22. */
+  sshPort?: number;
+}
+
+const OVMF_CODE = '/usr/share/OVMF/OVMF_CODE_4M.fd';
+const OVMF_VARS = '/usr/share/OVMF/OVMF_VARS_4M.fd';
+
 export class FixtureVm {
   readonly name: string;
   readonly dir: string;
+  readonly options: FixtureVmOptions;
   private session = 0;
   private startedAt = 0;
 
-  private constructor(name: string, dir: string) {
+  private constructor(name: string, dir: string, options: FixtureVmOptions) {
     this.name = name;
     this.dir = dir;
+    this.options = options;
   }
 
   /** A new overlay of `baseDisk` and the Ignition config; nothing runs yet. */
-  static async create(baseDisk: string, ignition: string): Promise<FixtureVm> {
+  static async create(baseDisk: string, ignition: string, options: FixtureVmOptions = {}): Promise<FixtureVm> {
     counter += 1;
     const name = `devpivot-test-images-${process.pid}-${counter}`;
     const dir = join(TEST_ROOT, name);
@@ -54,7 +67,10 @@ export class FixtureVm {
     await chmod(dir, 0o755);
     await exec('qemu-img', ['create', '-q', '-f', 'qcow2', '-b', baseDisk, '-F', 'qcow2', join(dir, 'disk.qcow2')]);
     await writeFile(join(dir, 'config.ign'), ignition, { mode: 0o644 });
-    return new FixtureVm(name, dir);
+    if (options.firmware === 'uefi') {
+      await writeFile(join(dir, 'vars.fd'), await readFile(OVMF_VARS), { mode: 0o644 });
+    }
+    return new FixtureVm(name, dir, options);
   }
 
   get consoleLog(): string {
@@ -64,11 +80,27 @@ export class FixtureVm {
   /** Start (or, after destroy(), start again on the same disk) with a fresh console log. */
   async start(): Promise<void> {
     this.session += 1;
+    const uefi = this.options.firmware === 'uefi';
+    const os = uefi
+      ? `<os><type arch='x86_64' machine='q35'>hvm</type>
+    <loader readonly='yes' type='pflash'>${OVMF_CODE}</loader>
+    <nvram>${xmlEscape(join(this.dir, 'vars.fd'))}</nvram>
+    <boot dev='hd'/></os>`
+      : `<os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>`;
+    // With an ssh forward the NIC is QEMU's own (libvirt 9 forwards ports only with passt).
+    const nic = this.options.sshPort ? '' : `<interface type='user'><model type='virtio'/></interface>`;
+    const nicArgs = this.options.sshPort
+      ? `
+    <qemu:arg value='-netdev'/>
+    <qemu:arg value='user,id=fixturenet,hostfwd=tcp:127.0.0.1:${this.options.sshPort}-:22'/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='virtio-net-pci,netdev=fixturenet'/>`
+      : '';
     const xml = `<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
   <name>${this.name}</name>
   <memory unit='MiB'>1024</memory>
   <vcpu>1</vcpu>
-  <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
+  ${os}
   <features><acpi/></features>
   <on_poweroff>destroy</on_poweroff>
   <on_reboot>restart</on_reboot>
@@ -79,12 +111,12 @@ export class FixtureVm {
       <source file='${xmlEscape(join(this.dir, 'disk.qcow2'))}'/>
       <target dev='vda' bus='virtio'/>
     </disk>
-    <interface type='user'><model type='virtio'/></interface>
+    ${nic}
     <serial type='file'><source path='${xmlEscape(this.consoleLog)}'/><target port='0'/></serial>
   </devices>
   <qemu:commandline>
     <qemu:arg value='-fw_cfg'/>
-    <qemu:arg value='name=opt/com.coreos/config,file=${xmlEscape(join(this.dir, 'config.ign'))}'/>
+    <qemu:arg value='name=opt/com.coreos/config,file=${xmlEscape(join(this.dir, 'config.ign'))}'/>${nicArgs}
   </qemu:commandline>
 </domain>
 `;

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { execa } from 'execa';
 import { PIVOT_DRIVERS } from '../../src/ignition/fragments.js';
 import { generateIgnition, type IgnitionOptions } from '../../src/ignition/generate.js';
@@ -59,6 +59,25 @@ test('legacy: the pullspec by digest, kernel-args lines, console drop-in on pivo
   t.regex(pivot?.dropins?.[0]?.contents ?? '', /StandardOutput=journal\+console/);
   const error = t.throws(() => generateIgnition({ driver: 'legacy', image: '10.0.2.2:5000/os:latest' }));
   t.is((error as { code?: string }).code, 'IGNITION_IMAGE_NOT_PINNED');
+});
+
+test('legacy: mcd-write-pivot-reboot.service exactly as the 4.1-4.5 machine-config server wrote it', (t) => {
+  for (const spec of ['2.2.0', '3.3.0']) {
+    const config = generateIgnition(full('legacy', spec));
+    const unit = units(config).find((u) => u.name === 'mcd-write-pivot-reboot.service');
+    t.true(unit?.enabled);
+    // transcribed from openshift/machine-config-operator release-4.5 pkg/server/server.go appendInitialPivot
+    t.is(
+      unit?.contents,
+      "[Unit]\nBefore=pivot.service\nConditionFirstBoot=true\n[Service]\nExecStart=/bin/sh -c 'mkdir /run/pivot && touch /run/pivot/reboot-needed'\n[Install]\nWantedBy=multi-user.target\n",
+    );
+    // the staged deployment is written at shutdown: its unit's output goes to the console too
+    const finalize = units(config).find((u) => u.name === 'ostree-finalize-staged.service');
+    t.regex(finalize?.dropins?.[0]?.contents ?? '', /StandardOutput=journal\+console/);
+  }
+  for (const driver of ['rpm-ostree', 'bootc'] as const) {
+    t.false(units(generateIgnition(full(driver, '3.3.0'))).some((u) => u.name === 'mcd-write-pivot-reboot.service'));
+  }
 });
 
 test('rpm-ostree and bootc: a oneshot unit that rebases / switches, then reboots, once', (t) => {
@@ -128,12 +147,85 @@ test('the report script prints the exact report line from `ostree admin status` 
   const line = stdout.trim().split('\n')[0]!;
   t.regex(
     line,
-    /^devpivot-report: \{"event":"booted","bootId":"[0-9a-f-]{36}","version":"413\.92\.202311","commit":"d{64}"\}$/,
+    /^devpivot-report: \{"event":"booted","bootId":"[0-9a-f-]{36}","version":"413\.92\.202311","commit":"d{64}","image":""\}$/,
   );
   t.like(JSON.parse(line.slice('devpivot-report: '.length)), {
     event: 'booted',
     version: '413.92.202311',
     commit: csum,
+  });
+});
+
+/** Run the generated report script with recorded tool outputs on PATH (this host has neither tool). */
+async function runReport(t: ExecutionContext, tools: Record<string, string>) {
+  const dir = await mkdtemp(join(tmpdir(), 'devpivot-test-report-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  for (const [name, output] of Object.entries(tools)) {
+    await writeFile(join(dir, name), `#!/bin/sh\ncat <<'EOS'\n${output}\nEOS\n`, { mode: 0o755 });
+  }
+  await writeFile(
+    join(dir, 'report.sh'),
+    fileText(generateIgnition(full('legacy', '3.3.0')), '/etc/devpivot/report.sh')!,
+  );
+  const { stdout } = await execa('sh', [join(dir, 'report.sh')], { env: { PATH: `${dir}:/usr/bin:/bin` } });
+  const line = stdout.trim().split('\n')[0]!;
+  t.regex(line, /^devpivot-report: \{"event":"booted",.*\}$/);
+  return JSON.parse(line.slice('devpivot-report: '.length)) as Record<string, string>;
+}
+
+test('the report script reads `rpm-ostree status --json`: the booted deployment, its pivot:// or image digest', async (t) => {
+  const csum = 'a'.repeat(64);
+  const legacy = `pivot://quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:${'4'.repeat(64)}`;
+  // The shape of rpm-ostree's output (pretty-printed; deployments default first, nested values around the keys).
+  const pretty = (booted: Record<string, unknown>) =>
+    JSON.stringify(
+      {
+        deployments: [
+          { id: 'rhcos-b.0', checksum: 'b'.repeat(64), version: '42.81.2', booted: false, staged: true },
+          { id: 'rhcos-a.0', 'requested-packages': [], checksum: csum, booted: true, ...booted, pinned: false },
+        ],
+        transaction: null,
+        'cached-update': null,
+      },
+      null,
+      2,
+    );
+  const fromPivot = await runReport(t, {
+    'rpm-ostree': pretty({ version: '42.80.1', 'custom-origin': [legacy, 'Managed by pivot tool'] }),
+  });
+  t.like(fromPivot, { version: '42.80.1', commit: csum, image: legacy.slice('pivot://'.length) });
+  const native = await runReport(t, {
+    'rpm-ostree': pretty({
+      version: '418.94.2025',
+      'container-image-reference': 'ostree-unverified-registry:quay.io/openshift/os:4.18',
+      'container-image-reference-digest': `sha256:${'9'.repeat(64)}`,
+    }),
+  });
+  t.like(native, { version: '418.94.2025', commit: csum, image: `quay.io/openshift/os@sha256:${'9'.repeat(64)}` });
+});
+
+test('the report script prefers `bootc status --json`: booted image by digest, version, ostree checksum', async (t) => {
+  const status = {
+    apiVersion: 'org.containers.bootc/v1',
+    kind: 'BootcHost',
+    status: {
+      staged: null,
+      booted: {
+        image: {
+          image: { image: 'localhost:5000/fedora-bootc:41', transport: 'registry' },
+          version: '41.20250101.0',
+          timestamp: null,
+          imageDigest: `sha256:${'7'.repeat(64)}`,
+        },
+        ostree: { checksum: 'c'.repeat(64), deploySerial: 0 },
+      },
+    },
+  };
+  const report = await runReport(t, { bootc: JSON.stringify(status), 'rpm-ostree': '{"deployments":[]}' });
+  t.like(report, {
+    version: '41.20250101.0',
+    commit: 'c'.repeat(64),
+    image: `localhost:5000/fedora-bootc@sha256:${'7'.repeat(64)}`,
   });
 });
 

@@ -251,10 +251,23 @@ const malformed: [string, string, string[]][] = [
     ["5:24: power-off.when must be one of pulling, staging, staged, rebooting; got 'stagged' (did you mean 'staged'?)"],
   ],
   [
-    'pivot to another target',
-    'nodes:\n  n: { pivot: fixture:2 }\nsteps:\n  - up\n  - pivot: { to: fixture:3 }\n',
+    'pivot to an oscontainer that is not defined',
+    'nodes:\n  n: { pivot: fixture:2 }\nsteps:\n  - up\n  - pivot: { to: v9 }\n',
+    ["5:18: pivot.to 'v9' is not defined (define it under oscontainers: or use fixture:N)"],
+  ],
+  [
+    'pivot of a node without a target and no to',
+    'nodes:\n  n: {}\nsteps:\n  - up\n  - pivot: n\n',
+    ["5:12: node 'n' has no pivot target (name one: 'pivot: { node, to: NAME }')"],
+  ],
+  [
+    'ssh without run, before up, with a bad regex',
+    'nodes:\n  n: {}\nsteps:\n  - ssh: { run: uptime }\n  - up\n  - ssh: { node: n }\n  - ssh: { run: uptime, expect: "(" }\n  - ssh: { run: "  " }\n',
     [
-      "5:18: pivot.to 'fixture:3' differs from node 'n' pivot target 'fixture:2' (a running node re-runs the pivot its Ignition configured; devpivot has no agent in the guest)",
+      "4:5: 'ssh' needs a running node: put '- up' before it",
+      "6:10: ssh needs 'run'",
+      '7:33: ssh.expect is not a valid regular expression: Invalid regular expression: /(/: Unterminated group',
+      '8:17: ssh.run is empty (write the command to run on the node)',
     ],
   ],
   [
@@ -332,4 +345,31 @@ test('durations and sizes', (t) => {
   t.is(formatDuration(300_000), '5m');
   t.is(formatDuration(90_000), '1m30s');
   t.is(formatDuration(1500), '1.5s');
+});
+
+test('ssh and pivot steps: a pivot may name any oscontainer (fixture:N defines one), ssh its command and check', (t) => {
+  const scenario = parseScenario(
+    `nodes:
+  n: { pivot: fixture:2 }
+steps:
+  - up
+  - pivot: { node: n, to: fixture:3, within: 20m }
+  - pivot: n
+  - ssh: { run: cat /etc/os-release, expect: 'VERSION_ID="?3', within: 2m }
+  - ssh: { node: n, run: "systemctl is-active sshd" }
+`,
+    '/tmp/x/hops.yaml',
+  );
+  t.deepEqual(scenario.oscontainers.get('fixture:3'), { kind: 'build-fixture', version: '3' });
+  t.deepEqual(
+    scenario.steps.map((step) => step.label),
+    [
+      'up',
+      'pivot n to fixture:3 within 20m',
+      'pivot n to fixture:2',
+      `ssh n 'cat /etc/os-release' =~ /VERSION_ID="?3/ within 2m`,
+      "ssh n 'systemctl is-active sshd' exits 0 within 5m",
+    ],
+  );
+  t.like(scenario.steps[3], { kind: 'ssh', node: 'n', run: 'cat /etc/os-release', withinMs: 120_000 });
 });

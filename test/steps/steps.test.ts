@@ -16,16 +16,18 @@ import {
   type StepOf,
   type StepRuntime,
 } from '../../src/steps/index.js';
-import { pivot } from '../../src/steps/pivot.js';
+import { pivot, pivotStep } from '../../src/steps/pivot.js';
 import { powerOff, powerOffStep } from '../../src/steps/power-off.js';
 import { reboot } from '../../src/steps/reboot.js';
+import type { SshResult } from '../../src/steps/runtime.js';
+import { ssh, sshStep } from '../../src/steps/ssh.js';
 import { up, upStep } from '../../src/steps/up.js';
 import { wait } from '../../src/steps/wait.js';
 
 const pos = { line: 3, col: 5 };
 
 test('the map is the one list of step kinds, in the order hints name them', (t) => {
-  t.deepEqual(STEP_KINDS, ['up', 'expect', 'assert', 'fault', 'power-off', 'reboot', 'wait', 'pivot', 'down']);
+  t.deepEqual(STEP_KINDS, ['up', 'expect', 'assert', 'fault', 'power-off', 'reboot', 'wait', 'pivot', 'ssh', 'down']);
   t.true(isStepKind('power-off'));
   t.false(isStepKind('poweroff'));
   t.false(isStepKind('toString'), 'inherited keys are not kinds');
@@ -34,11 +36,11 @@ test('the map is the one list of step kinds, in the order hints name them', (t) 
 test('a kind without a definition, or a definition without a kind, does not compile', (t) => {
   type Map = { readonly [K in StepKind]: StepDefinition<StepOf<K>> };
   // @ts-expect-error: 'down' has a step type but no definition here
-  const missing: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot };
+  const missing: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot, ssh };
   // @ts-expect-error: 'sleep' is a definition without a step type
-  const extra: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot, down, sleep: wait };
+  const extra: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot, ssh, down, sleep: wait };
   // @ts-expect-error: a definition under another kind's key
-  const swapped: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot: wait, wait, pivot, down };
+  const swapped: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot: wait, wait, pivot, ssh, down };
   t.truthy(missing && extra && swapped);
 });
 
@@ -68,10 +70,19 @@ test('labels come from the step constructors', (t) => {
     'power-off n when staging +2s, power on',
   );
   t.is(powerOffStep({ node: 'n', afterMs: 0, withinMs: 1, restart: false, pos }).label, 'power-off n');
+  t.is(pivotStep('n', 'v3', pos).label, 'pivot n to v3');
+  t.is(pivotStep('n', 'v3', pos, 1_200_000).label, 'pivot n to v3 within 20m');
+  t.is(
+    sshStep({ node: 'n', run: 'cat /etc/os-release', expect: 'VERSION_ID=3', withinMs: 120_000, pos }).label,
+    "ssh n 'cat /etc/os-release' =~ /VERSION_ID=3/ within 2m",
+  );
+  t.is(sshStep({ node: 'n', run: 'true', withinMs: 60_000, pos }).label, "ssh n 'true' exits 0 within 1m");
 });
 
 /** A runtime that records the calls steps make; `boots`/`failures`/`commits` are what nodes "reported". */
-function recordingRuntime(world: { registry?: RegistryFaults; commits?: Record<string, string> } = {}) {
+function recordingRuntime(
+  world: { registry?: RegistryFaults; commits?: Record<string, string>; ssh?: SshResult[] } = {},
+) {
   const calls: string[] = [];
   const runtime: StepRuntime = {
     async waitFor(node, _match, ms, what, options) {
@@ -82,6 +93,7 @@ function recordingRuntime(world: { registry?: RegistryFaults; commits?: Record<s
     },
     async pause(ms) {
       calls.push(`pause ${ms}`);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(ms, 10)));
     },
     async up(node) {
       calls.push(`up ${node}`);
@@ -107,6 +119,13 @@ function recordingRuntime(world: { registry?: RegistryFaults; commits?: Record<s
       { version: '2', commit: 'b'.repeat(64) },
     ],
     failures: () => [],
+    async ssh(node, command, options) {
+      calls.push(`ssh ${node} ${command} ${options.timeoutMs > 0 ? 'in time' : 'late'}`);
+      return world.ssh?.shift() ?? { code: 255, output: 'ssh: connect to host 127.0.0.1 port 1: Connection refused' };
+    },
+    async requestPivot(node, to, ms) {
+      calls.push(`requestPivot ${node} ${to} ${ms}`);
+    },
   };
   return { runtime, calls };
 }
@@ -156,9 +175,52 @@ test('fault drives the embedded registry and refuses an external one', async (t)
 
 test('every definition declares where it may stand relative to up', (t) => {
   const needsRunning = STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'needs-running');
-  t.deepEqual(needsRunning, ['expect', 'assert', 'power-off', 'reboot', 'pivot']);
+  t.deepEqual(needsRunning, ['expect', 'assert', 'power-off', 'reboot', 'pivot', 'ssh']);
   t.deepEqual(
     STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'starts'),
     ['up'],
   );
+});
+
+test('ssh runs the command again until its output matches (ssh failures and other output count as not yet)', async (t) => {
+  const { runtime, calls } = recordingRuntime({
+    ssh: [
+      { code: 255, output: 'ssh: connect to host 127.0.0.1 port 40022: Connection refused' },
+      { code: 0, output: 'VERSION_ID=2\n' },
+      { code: 0, output: 'VERSION_ID=3\n' },
+    ],
+  });
+  await runStep(
+    sshStep({ node: 'n', run: 'cat /etc/os-release', expect: 'VERSION_ID=3', withinMs: 60_000, pos }),
+    runtime,
+  );
+  t.deepEqual(calls, [
+    'ssh n cat /etc/os-release in time',
+    'pause 3000',
+    'ssh n cat /etc/os-release in time',
+    'pause 3000',
+    'ssh n cat /etc/os-release in time',
+  ]);
+});
+
+test('ssh without expect needs exit status 0; at the deadline it reports the last try', async (t) => {
+  const { runtime } = recordingRuntime({ ssh: [{ code: 0, output: '' }] });
+  await runStep(sshStep({ node: 'n', run: 'true', withinMs: 60_000, pos }), runtime);
+  const failing = recordingRuntime({ ssh: Array.from({ length: 50 }, () => ({ code: 3, output: 'no such unit\n' })) });
+  const error = await t.throwsAsync(runStep(sshStep({ node: 'n', run: 'false', withinMs: 20, pos }), failing.runtime));
+  t.regex(
+    error?.message ?? '',
+    /^ssh n 'false': no exit status 0 within 20ms; last try: exit status 3, output:\nno such unit$/,
+  );
+  const unreachable = recordingRuntime();
+  const never = await t.throwsAsync(
+    runStep(sshStep({ node: 'n', run: 'uptime', expect: 'up', withinMs: 20, pos }), unreachable.runtime),
+  );
+  t.regex(never?.message ?? '', /no output matching \/up\/ within 20ms; last try: ssh could not connect/);
+});
+
+test('pivot hands the request to the runtime with its deadline', async (t) => {
+  const { runtime, calls } = recordingRuntime();
+  await runStep(pivotStep('n', 'v3', pos), runtime);
+  t.deepEqual(calls, ['requestPivot n v3 600000']);
 });

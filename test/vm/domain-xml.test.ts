@@ -147,3 +147,43 @@ test('volume and pool XML', (t) => {
   const pool = poolXml('devpivot', '/var/lib/libvirt/images/devpivot');
   t.is(poolPath(pool), '/var/lib/libvirt/images/devpivot');
 });
+
+test("devpivot's guest network: slirp with the ssh forward on loopback, the NIC, the filter's chardevs", (t) => {
+  const xml = domainXml({
+    ...base,
+    network: {
+      sshPort: 40022,
+      filter: { fromGuest: '/run/d/s1/a-g.sock', toHost: '/run/d/s1/a,h.sock', toGuest: '/r' },
+    },
+  });
+  t.notRegex(xml, /<interface/, "libvirt's own interface is replaced");
+  t.regex(xml, /xmlns:qemu=/);
+  const args = [...xml.matchAll(/<qemu:arg value='([^']*)'\/>/g)].map((m) => m[1]);
+  t.deepEqual(args, [
+    '-netdev',
+    'user,id=devpivot-net0,hostfwd=tcp:127.0.0.1:40022-:22',
+    '-device',
+    'virtio-net-pci,netdev=devpivot-net0,bus=pci.0,addr=0x1e',
+    '-chardev',
+    'socket,id=devpivot-from-guest,path=/run/d/s1/a-g.sock,reconnect=1',
+    '-chardev',
+    'socket,id=devpivot-to-host,path=/run/d/s1/a,,h.sock,reconnect=1',
+    '-chardev',
+    'socket,id=devpivot-to-guest,path=/r,reconnect=1',
+    '-object',
+    'filter-redirector,id=devpivot-filter,netdev=devpivot-net0,queue=rx,outdev=devpivot-from-guest,indev=devpivot-to-host',
+    '-object',
+    'filter-redirector,id=devpivot-reply,netdev=devpivot-net0,queue=tx,indev=devpivot-to-guest',
+  ]);
+  // with the old fw_cfg method both sets of arguments share the one qemu:commandline element
+  const old = domainXml({ ...base, ignition: { ...base.ignition, method: 'qemu-commandline' }, network: {} });
+  t.is(old.match(/<qemu:commandline>/g)?.length, 1);
+  t.regex(old, /-fw_cfg[\s\S]*-netdev/);
+});
+
+test('the ssh forward is part of the metadata', (t) => {
+  const meta = { ...base.metadata, ssh: '127.0.0.1:40022' };
+  t.deepEqual(parseMetadataElement(metadataElement(meta)), meta);
+  t.deepEqual(parseMetadata(domainXml({ ...base, metadata: meta })), meta);
+  t.false('ssh' in parseMetadataElement(metadataElement(base.metadata))!, 'absent when the node has none');
+});

@@ -10,7 +10,7 @@ export const command: Command = {
   usage: '[--session ID] [--json] [--connect URI]',
   description:
     'List the libvirt domains devpivot created (found by their devpivot metadata; other domains are never shown):\n' +
-    'name, session, node, state, uptime and base image.',
+    'name, session, node, state, uptime and base image (--json also: the ssh forward, 127.0.0.1:PORT).',
   options: {
     session: { type: 'string', valueName: 'ID', description: 'Only this session' },
     json: { type: 'boolean', description: 'Print a JSON array' },
@@ -32,6 +32,7 @@ export const command: Command = {
           uptime: d.started ? formatUptime(now - Date.parse(d.started)) : '-',
           startedAt: d.started ?? null,
           image: d.image,
+          ssh: d.ssh ?? null,
         }));
       if (args.flag('json')) {
         stdout.write(`${JSON.stringify(rows, null, 2)}\n`);

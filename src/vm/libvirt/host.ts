@@ -258,6 +258,7 @@ export class LibvirtHost implements VmHost, NodeHost {
         created: new Date().toISOString(),
         volumes: [overlayName, ignitionName, logName],
         base: base.name,
+        ...(spec.network?.sshPort !== undefined ? { ssh: `127.0.0.1:${spec.network.sshPort}` } : {}),
       };
       const xml = domainXml({
         name,
@@ -270,6 +271,7 @@ export class LibvirtHost implements VmHost, NodeHost {
         ignition: { path: ignitionPath, method: fwCfgMethod(this.libVersion) },
         consoleLog: posix.join(poolDir, logName),
         kernel: spec.kernel,
+        network: spec.network,
       });
       const domain = await conn.defineDomain(xml);
       domain.free();

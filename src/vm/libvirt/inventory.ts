@@ -15,6 +15,8 @@ export interface DevpivotDomain {
   state: string;
   active: boolean;
   volumes: string[];
+  /** `127.0.0.1:PORT` forwarded to the guest's port 22, when devpivot set one up (`devpivot ssh`). */
+  ssh: string | undefined;
 }
 
 export async function listDevpivotDomains(conn: Connection): Promise<DevpivotDomain[]> {
@@ -38,6 +40,7 @@ export async function listDevpivotDomains(conn: Connection): Promise<DevpivotDom
         state: DOMAIN_STATE_NAMES[state] ?? `state ${state}`,
         active,
         volumes: meta.volumes,
+        ssh: meta.ssh,
       });
     } finally {
       domain.free();

@@ -1,0 +1,138 @@
+/**
+ * How a run reaches its nodes and what its nodes reach (docs/ARCHITECTURE.md "## Guest network"): the session's ssh
+ * key, and per node a free loopback port forwarded to its port 22 and the packet filter that limits the guest to
+ * the registry. The filters live in this process, as long as the registry does: a guest whose filter is gone
+ * reaches nothing.
+ */
+import { rmdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import type { EventBus } from '../core/bus.js';
+import { domainName, type GuestNetworkSpec } from '../vm/domain-xml.js';
+import { GuestFilter, guestFilterDir } from '../vm/guest-filter.js';
+import { GUEST_HOST_ADDRESS } from '../vm/guest-network.js';
+import { forgetHostKey, removeSessionKey, type SessionKey, type SshTarget } from './ssh.js';
+
+interface NodeAccess {
+  sshPort: number;
+  filter: GuestFilter | undefined;
+}
+
+export class SessionAccess {
+  readonly #nodes = new Map<string, NodeAccess>();
+  #closed = false;
+
+  private constructor(
+    readonly sessionId: string,
+    readonly stateDir: string,
+    /** The session's key pair; undefined when ssh-keygen could not run (nodes then get no key). */
+    readonly key: SessionKey | undefined,
+    /** Ports of 10.0.2.2 guests may reach; undefined: no filter (the registry is not on this host's loopback). */
+    readonly hostTcpPorts: readonly number[] | undefined,
+    readonly bus: EventBus,
+  ) {}
+
+  /**
+   * The session's key (generated now if needed) and the guest network policy for a registry that guests reach at
+   * `guestRegistry` (`10.0.2.2:PORT` when it runs on this host's loopback). Without ssh-keygen, nodes get no key:
+   * that fails only when `needsSsh` (a scenario with ssh or pivot steps).
+   */
+  static async prepare(options: {
+    sessionId: string;
+    stateDir: string;
+    guestRegistry: string;
+    bus: EventBus;
+    needsSsh: boolean;
+    /** Makes (or finds) the session's key pair: the engine's `Deps.sessionKey`. */
+    sessionKey: (options: { stateDir: string; sessionId: string }) => Promise<SessionKey>;
+  }): Promise<SessionAccess> {
+    const { sessionId, stateDir, guestRegistry, bus } = options;
+    let key: SessionKey | undefined;
+    try {
+      key = await options.sessionKey({ stateDir, sessionId });
+    } catch (error) {
+      if (options.needsSsh) throw error;
+      bus.emit({
+        kind: 'log',
+        level: 'warn',
+        source: 'engine',
+        message: `nodes get no ssh key (devpivot ssh will not work): ${(error as Error).message}`,
+      });
+    }
+    const [host, port] = guestRegistry.split(':');
+    const local = host === GUEST_HOST_ADDRESS;
+    if (!local)
+      bus.emit({
+        kind: 'log',
+        level: 'warn',
+        source: 'engine',
+        message: `the registry ${guestRegistry} is not on this host's loopback: guests' network is not restricted`,
+      });
+    return new SessionAccess(sessionId, stateDir, key, local ? [Number(port)] : undefined, bus);
+  }
+
+  /** Reserve the ssh ports and start the filters of these nodes now (prepare), all at once. */
+  async reserve(nodes: readonly string[]): Promise<void> {
+    await Promise.all(nodes.map((node) => this.#access(node)));
+  }
+
+  async #access(node: string): Promise<NodeAccess> {
+    let access = this.#nodes.get(node);
+    if (!access) {
+      access = { sshPort: await freeLoopbackPort(), filter: undefined };
+      this.#nodes.set(node, access);
+    }
+    if (this.hostTcpPorts && !access.filter && !this.#closed) {
+      access.filter = await GuestFilter.start({
+        dir: guestFilterDir(this.sessionId),
+        policy: { hostTcpPorts: this.hostTcpPorts },
+        onBlocked: (what) =>
+          this.bus.emit({
+            kind: 'log',
+            level: 'warn',
+            source: 'vm',
+            message: `node ${node} tried to reach ${what}: blocked (guests reach only the registry)`,
+          }),
+      });
+    }
+    return access;
+  }
+
+  /** A node's network: its ssh port (the same again when the node is created again) and its running filter. */
+  async forNode(node: string): Promise<GuestNetworkSpec> {
+    const access = await this.#access(node);
+    // A node created again is a new machine with new host keys.
+    if (this.key) await forgetHostKey(this.key, domainName(this.sessionId, node));
+    return { sshPort: access.sshPort, ...(access.filter ? { filter: access.filter.sockets } : {}) };
+  }
+
+  /** Where ssh reaches a node of this run, once it was created. */
+  target(node: string): SshTarget | undefined {
+    const access = this.#nodes.get(node);
+    if (!access || !this.key) return undefined;
+    return { session: this.key, alias: domainName(this.sessionId, node), port: access.sshPort };
+  }
+
+  /** Stop the filters: the guests of this run reach nothing any more. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const access of this.#nodes.values()) await access.filter?.close();
+    await rmdir(guestFilterDir(this.sessionId)).catch(() => {});
+  }
+
+  /** Remove the key pair (the session's VMs are gone). */
+  async removeKey(): Promise<void> {
+    await removeSessionKey(this.stateDir, this.sessionId);
+  }
+}
+
+/** A port on 127.0.0.1 nobody listens on now (QEMU binds it when the domain starts). */
+export function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}

@@ -1,0 +1,83 @@
+/**
+ * A node whose pivot staged a deployment and then never rebooted is a failure with a name, not a timeout at the
+ * next `expect`. The classifier reports the phases (`guest.pivot`); this watch, which needs time, reports the
+ * missing reboot: after `staged`, a node that shows no `rebooting` phase, reboot, stop or crash within the grace
+ * period gets a `guest.failure` naming the likely cause.
+ *
+ * For the legacy driver the cause is known: openshift/pivot (e31a72d `cmd/root.go`) reboots only with `--reboot` or
+ * when /run/pivot/reboot-needed exists, and `pivot.service` passes no `--reboot`; on RHCOS 4.1–4.5 the machine-config
+ * server's `mcd-write-pivot-reboot.service` creates the file on the first boot (docs/PROTOCOLS.md "## legacy").
+ */
+import type { EventBus } from '../core/bus.js';
+import type { Stamped } from '../core/events.js';
+import type { PivotDriver } from '../ignition/fragments.js';
+import { formatDuration } from '../steps/units.js';
+
+/** From `staged` to a sign of the reboot: pivot's own clean-up and kernel arguments, under TCG. */
+export const STAGED_GRACE_MS = 3 * 60_000;
+
+export class StagedWatchdog {
+  readonly #timers = new Map<string, NodeJS.Timeout>();
+
+  constructor(
+    readonly bus: EventBus,
+    /** Each node's driver (the cause named depends on it). */
+    readonly drivers: ReadonlyMap<string, PivotDriver>,
+    readonly graceMs = STAGED_GRACE_MS,
+  ) {}
+
+  /** Every bus event (subscribe it for the run; `dispose` at its end). */
+  observe(event: Stamped): void {
+    if (!('node' in event) || typeof event.node !== 'string' || !this.drivers.has(event.node)) return;
+    const node = event.node;
+    switch (event.kind) {
+      case 'guest.pivot':
+        if (event.phase === 'staged') this.#arm(node, event.target);
+        else if (event.phase === 'rebooting') this.#disarm(node);
+        return;
+      case 'vm.reboot':
+      case 'vm.stopped':
+      case 'vm.started':
+      case 'vm.crashed':
+        this.#disarm(node);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** devpivot itself asked the node to reboot (the `pivot` step, as the machine-config daemon did). */
+  rebootRequested(node: string): void {
+    this.#disarm(node);
+  }
+
+  dispose(): void {
+    for (const timer of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  #arm(node: string, target: string): void {
+    if (this.#timers.has(node)) return;
+    const timer = setTimeout(() => {
+      this.#timers.delete(node);
+      this.bus.emit({ kind: 'guest.failure', node, reason: this.#reason(node, target), line: '' });
+    }, this.graceMs);
+    timer.unref();
+    this.#timers.set(node, timer);
+  }
+
+  #disarm(node: string): void {
+    clearTimeout(this.#timers.get(node));
+    this.#timers.delete(node);
+  }
+
+  #reason(node: string, target: string): string {
+    const what = `the pivot staged ${target || 'a deployment'} but ${node} did not reboot within ${formatDuration(this.graceMs)}`;
+    if (this.drivers.get(node) === 'legacy')
+      return (
+        `${what}: pivot reboots only with --reboot or when /run/pivot/reboot-needed exists ` +
+        '(mcd-write-pivot-reboot.service creates it on the first boot; is it missing or masked?)'
+      );
+    return `${what}: devpivot's update unit runs systemctl reboot after staging; see the node's console`;
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * The guest network policy on crafted frames, and the filter's socket protocol against a stand-in for QEMU's
+ * filter-redirector (4-byte big-endian length, then the frame). The real QEMU path is guest-network.vm.test.ts.
+ */
+import { existsSync, mkdtempSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { GuestFilter } from '../../src/vm/guest-filter.js';
+import { checksum, frameVerdict } from '../../src/vm/guest-network.js';
+
+const GUEST_MAC = Buffer.from('525400123456', 'hex');
+const SLIRP_MAC = Buffer.from('525400123502', 'hex');
+const policy = { hostTcpPorts: [5000] };
+
+function ethernet(type: number, payload: Buffer): Buffer {
+  const header = Buffer.alloc(14);
+  SLIRP_MAC.copy(header, 0);
+  GUEST_MAC.copy(header, 6);
+  header.writeUInt16BE(type, 12);
+  return Buffer.concat([header, payload]);
+}
+
+function ipv4(protocol: number, dst: string, l4: Buffer, fragment = 0): Buffer {
+  const ip = Buffer.alloc(20);
+  ip[0] = 0x45;
+  ip.writeUInt16BE(20 + l4.length, 2);
+  ip.writeUInt16BE(fragment, 6);
+  ip[8] = 64;
+  ip[9] = protocol;
+  Buffer.from([10, 0, 2, 15]).copy(ip, 12);
+  Buffer.from(dst.split('.').map(Number)).copy(ip, 16);
+  ip.writeUInt16BE(checksum(ip), 10);
+  return ethernet(0x0800, Buffer.concat([ip, l4]));
+}
+
+function tcp(dst: string, sport: number, dport: number, flags: number, payload = Buffer.alloc(0)): Buffer {
+  const header = Buffer.alloc(20);
+  header.writeUInt16BE(sport, 0);
+  header.writeUInt16BE(dport, 2);
+  header.writeUInt32BE(1000, 4);
+  header[12] = 5 << 4;
+  header[13] = flags;
+  return ipv4(6, dst, Buffer.concat([header, payload]));
+}
+
+function udp(dst: string, dport: number): Buffer {
+  const header = Buffer.alloc(8);
+  header.writeUInt16BE(68, 0);
+  header.writeUInt16BE(dport, 2);
+  header.writeUInt16BE(8, 4);
+  return ipv4(17, dst, header);
+}
+
+const SYN = 0x02;
+const ACK = 0x10;
+const PSH = 0x08;
+
+test('allowed: ARP, DHCP to slirp, TCP to the registry port, the guest side of ssh', (t) => {
+  t.like(frameVerdict(ethernet(0x0806, Buffer.alloc(28)), policy), { pass: true, why: 'arp' });
+  t.like(frameVerdict(udp('255.255.255.255', 67), policy), { pass: true, why: 'dhcp' });
+  t.like(frameVerdict(udp('10.0.2.2', 67), policy), { pass: true, why: 'dhcp' });
+  t.like(frameVerdict(tcp('10.0.2.2', 40000, 5000, SYN), policy), { pass: true, why: 'host-port' });
+  t.like(frameVerdict(tcp('10.0.2.2', 40000, 5000, ACK | PSH, Buffer.from('GET /v2/')), policy), { pass: true });
+  t.like(frameVerdict(tcp('10.0.2.2', 22, 45678, SYN | ACK), policy), { pass: true, why: 'ssh' });
+  t.like(frameVerdict(tcp('10.0.2.2', 22, 45678, ACK), policy), { pass: true, why: 'ssh' });
+});
+
+test('blocked: other host ports, connections opened from port 22, DNS, the outside, ICMP, IPv6, fragments', (t) => {
+  t.like(frameVerdict(tcp('10.0.2.2', 40000, 8080, SYN), policy), { pass: false, what: 'tcp 10.0.2.2:8080' });
+  t.like(frameVerdict(tcp('10.0.2.2', 22, 8080, SYN), policy), { pass: false, what: 'tcp 10.0.2.2:8080' });
+  t.like(frameVerdict(tcp('192.0.2.7', 40000, 5000, SYN), policy), { pass: false, what: 'tcp 192.0.2.7:5000' });
+  t.like(frameVerdict(tcp('192.0.2.7', 22, 5000, ACK), policy), { pass: false });
+  t.like(frameVerdict(udp('10.0.2.3', 53), policy), { pass: false, what: 'udp 10.0.2.3:53' });
+  t.like(frameVerdict(udp('192.0.2.7', 67), policy), { pass: false, what: 'udp 192.0.2.7:67' });
+  t.like(frameVerdict(ipv4(1, '10.0.2.2', Buffer.alloc(8)), policy), { pass: false, what: 'icmp 10.0.2.2' });
+  t.like(frameVerdict(ethernet(0x86dd, Buffer.alloc(40)), policy), { pass: false, what: 'ipv6' });
+  t.like(frameVerdict(ethernet(0x8100, Buffer.alloc(40)), policy), { pass: false, what: 'ethertype 0x8100' });
+  const fragment = ipv4(6, '10.0.2.2', Buffer.alloc(20), 0x0010);
+  t.like(frameVerdict(fragment, policy), { pass: false, what: 'a fragmented packet to 10.0.2.2' });
+  t.like(frameVerdict(Buffer.alloc(10), policy), { pass: false, what: 'a runt frame' });
+  t.like(frameVerdict(ethernet(0x0800, Buffer.alloc(10)), policy), { pass: false });
+  t.is(
+    (frameVerdict(tcp('10.0.2.2', 40000, 8080, ACK), policy) as { reply?: Buffer }).reply,
+    undefined,
+    'only a connection request gets a reset',
+  );
+});
+
+test('a refused connection request is answered with a valid RST+ACK back to the guest', (t) => {
+  const verdict = frameVerdict(tcp('10.0.2.2', 40000, 8080, SYN), policy);
+  if (verdict.pass || !verdict.reply) return t.fail('no reset');
+  const reset = verdict.reply;
+  t.deepEqual(reset.subarray(0, 6), GUEST_MAC, 'to the guest');
+  t.deepEqual(reset.subarray(6, 12), SLIRP_MAC);
+  const ip = reset.subarray(14, 34);
+  t.is(checksum(ip), 0, 'IPv4 header checksum');
+  t.deepEqual([...ip.subarray(12, 16)], [10, 0, 2, 2]);
+  t.deepEqual([...ip.subarray(16, 20)], [10, 0, 2, 15]);
+  const segment = reset.subarray(34);
+  t.is(segment.readUInt16BE(0), 8080);
+  t.is(segment.readUInt16BE(2), 40000);
+  t.is(segment.readUInt32BE(8), 1001, 'acknowledges the SYN');
+  t.is(segment[13], 0x14, 'RST and ACK');
+  const pseudo = Buffer.concat([ip.subarray(12, 20), Buffer.from([0, 6, 0, 20]), segment]);
+  t.is(checksum(pseudo), 0, 'TCP checksum');
+});
+
+test('a refused datagram is answered with ICMP port unreachable quoting it; a broadcast is not answered', (t) => {
+  const datagram = udp('10.0.2.3', 53);
+  const verdict = frameVerdict(datagram, policy);
+  if (verdict.pass || !verdict.reply) return t.fail('no reply');
+  const reply = verdict.reply;
+  t.deepEqual(reply.subarray(0, 6), GUEST_MAC);
+  const ip = reply.subarray(14, 34);
+  t.is(checksum(ip), 0);
+  t.is(ip[9], 1, 'ICMP');
+  t.deepEqual([...ip.subarray(12, 16)], [10, 0, 2, 3], 'from the refused destination');
+  const icmp = reply.subarray(34);
+  t.deepEqual([icmp[0], icmp[1]], [3, 3], 'destination unreachable, port unreachable');
+  t.is(checksum(icmp), 0);
+  t.deepEqual(icmp.subarray(8), datagram.subarray(14, 14 + 28), 'the IP header and 8 bytes of the datagram');
+  t.like(frameVerdict(udp('255.255.255.255', 5353), policy), { pass: false, reply: undefined });
+});
+
+/** A stand-in for QEMU's three chardev connections to the filter. */
+async function qemuSide(filter: GuestFilter) {
+  const open = (path: string) =>
+    new Promise<Socket>((resolve, reject) => {
+      const socket = connect(path, () => resolve(socket));
+      socket.on('error', reject);
+    });
+  const fromGuest = await open(filter.sockets.fromGuest);
+  const toHost = await open(filter.sockets.toHost);
+  const toGuest = await open(filter.sockets.toGuest);
+  const received = (socket: Socket) => {
+    const frames: Buffer[] = [];
+    let pending = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 4 && pending.length >= 4 + pending.readUInt32BE(0)) {
+        frames.push(pending.subarray(4, 4 + pending.readUInt32BE(0)));
+        pending = pending.subarray(4 + pending.readUInt32BE(0));
+      }
+    });
+    return frames;
+  };
+  const send = (...frames: Buffer[]) =>
+    fromGuest.write(
+      Buffer.concat(
+        frames.flatMap((frame) => {
+          const length = Buffer.alloc(4);
+          length.writeUInt32BE(frame.length);
+          return [length, frame];
+        }),
+      ),
+    );
+  return { send, host: received(toHost), guest: received(toGuest), close: () => fromGuest.destroy() };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
+
+test('the filter passes allowed frames on, answers refused requests, and names each blocked destination once', async (t) => {
+  const blocked: string[] = [];
+  const filter = await GuestFilter.start({
+    dir: join(mkdtempSync(join(tmpdir(), 'dp-filter-')), 's1'),
+    policy,
+    onBlocked: (what) => blocked.push(what),
+  });
+  try {
+    const qemu = await qemuSide(filter);
+    const allowed = tcp('10.0.2.2', 40000, 5000, SYN);
+    // two frames in one write, then one split across writes: framing does not depend on chunks
+    qemu.send(allowed, tcp('10.0.2.2', 40000, 8080, SYN));
+    const split = udp('10.0.2.3', 53);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(split.length);
+    const whole = Buffer.concat([length, split]);
+    await settle();
+    const fromGuest = connect(filter.sockets.fromGuest);
+    await new Promise((resolve) => fromGuest.on('connect', resolve));
+    // the new connection replaces the old one (a restarted QEMU)
+    fromGuest.write(whole.subarray(0, 7));
+    await settle();
+    fromGuest.write(whole.subarray(7));
+    const again = Buffer.concat([length, split]);
+    fromGuest.write(again);
+    await settle();
+    t.deepEqual(qemu.host, [allowed]);
+    t.is(qemu.guest.length, 3, 'the refused SYN got a reset, each refused datagram a port unreachable');
+    t.deepEqual(blocked, ['tcp 10.0.2.2:8080', 'udp 10.0.2.3:53'], 'each destination once');
+    t.like(filter.stats, { passed: 1, blocked: 3 });
+    fromGuest.destroy();
+    qemu.close();
+  } finally {
+    await filter.close();
+  }
+  t.false(existsSync(filter.sockets.fromGuest), 'the socket files are removed');
+});
