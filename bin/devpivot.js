@@ -9,19 +9,7 @@ if (!existsSync(entry)) {
   );
   process.exit(2);
 }
-const { main } = await import(entry.href);
-const controller = new AbortController();
-let signals = 0;
-for (const name of ['SIGINT', 'SIGTERM']) {
-  process.on(name, () => {
-    // First signal: ask the running command to stop and clean up. Second: give up at once.
-    if (++signals > 1) process.exit(130);
-    controller.abort(new Error(`interrupted by ${name}`));
-  });
-}
-process.exitCode = await main(process.argv.slice(2), {
-  stdout: process.stdout,
-  stderr: process.stderr,
-  env: process.env,
-  signal: controller.signal,
-});
+// Signals, the exit status and the exit itself: src/cli/main.ts `cli` (first SIGINT/SIGTERM cleans up, a second
+// one exits at once; see src/cli/interrupts.ts).
+const { cli } = await import(entry.href);
+await cli(process.argv.slice(2));

@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { EventBus } from '../core/bus.js';
+import type { Interrupts } from './interrupts.js';
 
 export interface OptionSpec {
   type: 'string' | 'boolean';
@@ -19,6 +20,8 @@ export interface CommandContext {
   env: NodeJS.ProcessEnv;
   /** Aborted on SIGINT/SIGTERM: long-running commands stop and clean up. */
   signal: AbortSignal;
+  /** The process's signal handling (second-signal hooks, serving a kept run); absent when not run as the CLI. */
+  interrupts?: Interrupts;
 }
 
 export interface Command {

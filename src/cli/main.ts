@@ -2,8 +2,10 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { EventBus } from '../core/bus.js';
 import { ExitCode, exitCodeOf, formatError, isDebug, UsageError } from '../core/errors.js';
+import { exitProcess } from '../core/exit.js';
 import { didYouMean } from '../core/suggest.js';
 import { type Command, type CommandContext, type OptionSpec, ParsedArgs } from './command.js';
+import { type Interrupts, installInterrupts } from './interrupts.js';
 import { verbs } from './verbs.js';
 
 export interface MainIo {
@@ -11,6 +13,7 @@ export interface MainIo {
   stderr: CommandContext['stderr'];
   env: NodeJS.ProcessEnv;
   signal: AbortSignal;
+  interrupts?: Interrupts;
 }
 
 const HELP_OPTION: OptionSpec = { type: 'boolean', short: 'h', description: 'Show this help' };
@@ -118,9 +121,34 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
       return ExitCode.ok;
     }
     const bus = new EventBus();
-    return (await command.run({ args, bus, ...io })) ?? ExitCode.ok;
+    const code = (await command.run({ args, bus, ...io })) ?? ExitCode.ok;
+    return io.signal.aborted ? Math.max(code, exitCodeOf(io.signal.reason)) : code;
   } catch (error) {
+    if (io.signal.aborted && error === io.signal.reason) return exitCodeOf(error);
     io.stderr.write(`${formatError(error, { debug: isDebug(io.env) })}\n`);
-    return exitCodeOf(error);
+    return io.signal.aborted ? exitCodeOf(io.signal.reason) : exitCodeOf(error);
   }
+}
+
+/**
+ * The process: signals (interrupts.ts), main, then exit with its status once stdout and stderr are flushed.
+ * Exiting explicitly is the guarantee that a run that ended ends the process, whatever a library left open.
+ */
+export async function cli(argv: string[]): Promise<never> {
+  const interrupts = installInterrupts();
+  const code = await main(argv, {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    signal: interrupts.signal,
+    interrupts,
+  });
+  if (isDebug(process.env)) {
+    const open = process.getActiveResourcesInfo().filter((kind) => kind !== 'TTYWrap');
+    if (open.length > 0) process.stderr.write(`debug: still open at exit: ${open.join(', ')}\n`);
+  }
+  await Promise.all(
+    [process.stdout, process.stderr].map((stream) => new Promise((resolve) => stream.write('', resolve))),
+  );
+  exitProcess(code);
 }

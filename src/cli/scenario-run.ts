@@ -1,15 +1,16 @@
 /** What `devpivot run` and `devpivot up` share: their options, the default scenario, running scenario files. */
 import { fileURLToPath } from 'node:url';
-import { cacheDir, stateDir } from '../core/paths.js';
-import { type RunResult, runScenario } from '../engine/engine.js';
-import { realDeps } from '../engine/real-deps.js';
-import { createJsonReporter } from '../report/json.js';
-import { createJunitReporter, mergeJunit } from '../report/junit.js';
-import { createPlainReporter } from '../report/plain.js';
+import { ExitCode, UsageError } from '../core/errors.js';
+import { cacheDir, libvirtUri, stateDir } from '../core/paths.js';
+import type { RunResult } from '../engine/engine.js';
 import type { Presenter } from '../report/presenter.js';
-import { loadScenario } from '../scenario/parse.js';
+import { loadScenarios } from '../scenario/parse.js';
 import type { Scenario } from '../scenario/types.js';
+import { newSessionId } from '../vm/sessions.js';
 import { type CommandContext, connectOption, type OptionSpec } from './command.js';
+import { handOffRemoval } from './handoff.js';
+import { serveKept } from './keep.js';
+import { scenarioEnvironment } from './scenario-environment.js';
 
 /** The scenario `devpivot up` runs without arguments. */
 export const DEFAULT_SCENARIO = fileURLToPath(new URL('../../../scenarios/old-to-new.yaml', import.meta.url));
@@ -17,7 +18,10 @@ export const DEFAULT_SCENARIO = fileURLToPath(new URL('../../../scenarios/old-to
 export const scenarioOptions: Record<string, OptionSpec> = {
   json: { type: 'boolean', description: 'Print every event as one JSON object per line (NDJSON)' },
   junit: { type: 'string', valueName: 'FILE', description: 'Write a JUnit XML report (a testcase per step and node)' },
-  keep: { type: 'boolean', description: 'Leave the VMs running at the end (remove them with devpivot down)' },
+  keep: {
+    type: 'boolean',
+    description: 'At the end, keep the VMs, the registry and console logging; Ctrl-C (or devpivot down) ends it',
+  },
   connect: connectOption(),
   session: {
     type: 'string',
@@ -27,16 +31,29 @@ export const scenarioOptions: Record<string, OptionSpec> = {
 };
 
 /**
- * Run scenarios one after the other with the real modules. Every file is validated before anything starts
- * (a bad file is exit status 2 and nothing runs). Exit status: the worst of the runs (0 passed, 1 failed, 2 set-up).
+ * Run scenarios one after the other with the real modules. Every file is validated first, every problem of
+ * every file reported at once (exit status 2), and nothing starts before all of them are valid: no registry, no
+ * build, no libvirt connection (the engine is not even loaded). Exit status: the worst of the runs (0 passed,
+ * 1 failed, 2 set-up), or 130/143 when interrupted.
  */
 export async function runScenarioFiles(
   files: string[],
   context: CommandContext,
   present: (scenario: Scenario) => Promise<Presenter> | Presenter,
 ): Promise<number> {
-  const scenarios = files.map((file) => loadScenario(file));
   const { args, env, bus } = context;
+  const keepFlag = args.flag('keep');
+  if (keepFlag && files.length > 1)
+    throw new UsageError(
+      '--keep takes one scenario file',
+      'run the scenario to keep on its own: devpivot up FILE --keep',
+    );
+  const scenarios = await loadScenarios(files, scenarioEnvironment(libvirtUri(args.string('connect'), env)));
+  const [{ runScenarioServing }, { realDeps }, { createJunitReporter, mergeJunit }] = await Promise.all([
+    import('../engine/engine.js'),
+    import('../engine/real-deps.js'),
+    import('../report/junit.js'),
+  ]);
   const state = stateDir(env);
   const junitFile = args.string('junit');
   const junitDocs: string[] = [];
@@ -51,35 +68,49 @@ export async function runScenarioFiles(
       for (const reporter of reporters) reporter.onEvent?.(event);
     });
     const signal = presenter.signal ? AbortSignal.any([context.signal, presenter.signal]) : context.signal;
-    const keepFlag = args.flag('keep');
-    let result: RunResult;
+    // The session is chosen here, so that a second Ctrl-C can hand its removal over (handoff.ts).
+    const sessionId = args.string('session') ?? newSessionId();
+    const uri = libvirtUri(args.string('connect'), env);
+    const offHandoff = context.interrupts?.onEmergency(async () => {
+      if (!(keepFlag || presenter.keep?.())) handOffRemoval(sessionId, uri, env);
+    });
+    let outcome: Awaited<ReturnType<typeof runScenarioServing>>;
     try {
-      result = await runScenario({
+      outcome = await runScenarioServing({
         scenario,
         deps: realDeps({ stateDir: state, env }),
         bus,
         signal,
         keep: presenter.keep ? () => keepFlag || presenter.keep!() : keepFlag,
-        ...(args.string('connect') ? { uri: args.string('connect') } : {}),
-        ...(args.string('session') ? { sessionId: args.string('session') } : {}),
+        ...(context.interrupts ? { onEmergency: context.interrupts.onEmergency } : {}),
+        uri,
+        sessionId,
         stateDir: state,
         cacheDir: cacheDir(env),
       });
     } finally {
       dispose();
+      offHandoff?.();
     }
+    const result: RunResult = outcome.result;
     for (const reporter of reporters) await reporter.onEnd?.(result, scenario);
     await presenter.finish?.(result);
     if (junit) junitDocs.push(junit.document());
     exitCode = Math.max(exitCode, result.exitCode);
+    if (outcome.kept) await serveKept(outcome.kept, context, state);
   }
   if (junitFile) await mergeJunit(junitFile, junitDocs);
+  // Interrupted: the status says so, whatever the runs' results were (a kept run's serving excepted).
+  if (context.signal.aborted) return (context.signal.reason as { exitCode?: number }).exitCode ?? ExitCode.interrupted;
   return exitCode;
 }
 
 /** Reporters for a non-interactive run: NDJSON with --json, plain lines otherwise. */
-export function ciPresenter(context: CommandContext): Presenter {
-  return {
-    reporters: [context.args.flag('json') ? createJsonReporter(context.stdout) : createPlainReporter(context.stdout)],
-  };
+export async function ciPresenter(context: CommandContext): Promise<Presenter> {
+  if (context.args.flag('json')) {
+    const { createJsonReporter } = await import('../report/json.js');
+    return { reporters: [createJsonReporter(context.stdout)] };
+  }
+  const { createPlainReporter } = await import('../report/plain.js');
+  return { reporters: [createPlainReporter(context.stdout)] };
 }

@@ -11,12 +11,22 @@ export interface ErrorInfo {
   title: string;
   /** What to do, unless the call site passes a hint of its own. */
   hint?: string;
+  /**
+   * The exit status when the raiser does not say: 2 for what is wrong with this machine's set-up (a daemon that
+   * does not answer, a tool or a permission missing), which no scenario can fix. Default 1.
+   */
+  exitCode?: 2;
 }
 
 const CATALOG = {
   // Command line, scenarios and runs
-  USAGE: { title: 'Bad command line or input' },
-  ABORTED: { title: 'Stopped on request (Ctrl-C, or q in the view)' },
+  USAGE: { title: 'Bad command line or input', exitCode: 2 },
+  ABORTED: { title: 'Stopped on request (Ctrl-C, SIGTERM, or q in the view)' },
+  TOOL_MISSING: {
+    title: 'A program devpivot runs is not installed',
+    hint: 'install it (devpivot doctor lists what is needed)',
+    exitCode: 2,
+  },
   DEADLINE: {
     title: 'A phase did not finish in time',
     hint: 'look at the console of the node (devpivot console NODE) or raise the deadline in the scenario',
@@ -25,10 +35,12 @@ const CATALOG = {
   SCENARIO_INVALID: {
     title: 'The scenario file does not follow the schema',
     hint: 'see scenarios/README.md for the schema',
+    exitCode: 2,
   },
   SCENARIO_NOT_FOUND: {
     title: 'The scenario file does not exist',
     hint: 'pass a path to a .yaml scenario, e.g. scenarios/old-to-new.yaml',
+    exitCode: 2,
   },
   SCENARIO_TIMEOUT: { title: "The scenario's overall timeout ran out" },
   FAULT_EXTERNAL_REGISTRY: {
@@ -37,13 +49,22 @@ const CATALOG = {
   },
 
   // The fixture OS and disk images
-  FIXTURE_MISSING: { title: 'The fixture OS is not built, or is stale', hint: 'run: devpivot images build' },
-  FIXTURE_NEEDS_ROOT: { title: 'Building the fixture OS needs root', hint: 'run: sudo devpivot images build' },
+  FIXTURE_MISSING: {
+    title: 'The fixture OS is not built, or is stale',
+    hint: 'run: devpivot images build',
+    exitCode: 2,
+  },
+  FIXTURE_NEEDS_ROOT: {
+    title: 'Building the fixture OS needs root',
+    hint: 'run: sudo devpivot images build',
+    exitCode: 2,
+  },
   FIXTURE_NO_KERNEL: {
     title: 'No host kernel to build the fixture OS with',
     hint: 'install one: apt-get install linux-image-amd64',
+    exitCode: 2,
   },
-  FIXTURE_PACKAGES: { title: 'Debian packages the fixture OS is made of are missing' },
+  FIXTURE_PACKAGES: { title: 'Debian packages the fixture OS is made of are missing', exitCode: 2 },
   FIXTURE_LOCKED: { title: 'Another fixture build holds the lock' },
   FIXTURE_BUILD_FAILED: { title: 'The fixture recipe failed' },
   FIXTURE_BUILD_ABORTED: { title: 'The fixture build was interrupted; nothing was kept' },
@@ -69,10 +90,12 @@ const CATALOG = {
   LIBVIRT_UNREACHABLE: {
     title: 'libvirt does not answer',
     hint: 'start the daemon (libvirtd -d, or systemctl start libvirtd) or check --connect / LIBVIRT_DEFAULT_URI',
+    exitCode: 2,
   },
   LIBVIRT_PERMISSION: {
     title: 'libvirt refused for lack of permission',
     hint: 'run as root, or add your user to the "libvirt" group (then log in again), or use --connect qemu:///session',
+    exitCode: 2,
   },
   LIBVIRT_ERROR: {
     title: 'A libvirt call failed',
@@ -81,6 +104,7 @@ const CATALOG = {
   VM_FWCFG_UNSUPPORTED: {
     title: 'The hypervisor cannot pass Ignition through fw_cfg',
     hint: 'use libvirt >= 6.5 with QEMU >= 2.4 on x86_64, or a platform that reads Ignition another way',
+    exitCode: 2,
   },
   VM_HOST_CLOSED: { title: 'The libvirt connection of this run is closed' },
   VM_BAD_NODE_NAME: {
@@ -98,7 +122,7 @@ const CATALOG = {
     hint: 'devpivot only attaches to its own VMs; use `virsh console` for others',
   },
   VM_NOT_RUNNING: { title: 'The node is not running' },
-  VM_POOL_PATH_UNKNOWN: { title: "The 'devpivot' storage pool has no known directory" },
+  VM_POOL_PATH_UNKNOWN: { title: "The 'devpivot' storage pool has no known directory", exitCode: 2 },
   CONSOLE_BUSY: { title: 'The console of the node is in use' },
   CONSOLE_LOG_MISSING: { title: 'No console log for that node' },
 

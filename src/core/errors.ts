@@ -7,14 +7,14 @@ export type { ErrorCode } from './error-codes.js';
  * stable (scripts and tests match on it), `message` says what happened, `hint` says what to do (the catalog's
  * default when the raiser passes none). The CLI's top-level handler prints them.
  */
-export const ExitCode = { ok: 0, failure: 1, usage: 2 } as const;
+export const ExitCode = { ok: 0, failure: 1, usage: 2, interrupted: 130, terminated: 143 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
 export interface DevpivotErrorOptions {
   /** Overrides the catalog's default hint for the code. */
   hint?: string;
   cause?: unknown;
-  /** 1 for a failed run, 2 for usage or set-up errors. */
+  /** 1 for a failed run, 2 for usage or set-up errors (default: the catalog's for the code, else 1). */
   exitCode?: ExitCode;
 }
 
@@ -28,7 +28,7 @@ export class DevpivotError extends Error {
     this.name = 'DevpivotError';
     this.code = code;
     this.hint = options.hint ?? ERROR_CODES[code].hint;
-    this.exitCode = options.exitCode ?? ExitCode.failure;
+    this.exitCode = options.exitCode ?? ERROR_CODES[code].exitCode ?? ExitCode.failure;
   }
 }
 

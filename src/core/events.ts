@@ -18,7 +18,15 @@ export type DevpivotEvent =
       method: string;
       path: string;
       status: number;
+      /** Body bytes sent. */
       bytes: number;
+      /**
+       * For a blob GET: the body length the response promised (Content-Length). `bytes < length` is a transfer
+       * cut short: the client went away, or the registry stopped (`fault: down`) in the middle of it.
+       */
+      length?: number;
+      /** For a blob GET under `fault: corrupt-blob`: the content sent was altered. */
+      corrupted?: true;
       ms: number;
       client: string;
     }

@@ -154,3 +154,19 @@ export function runInteractive(
     child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 + (osSignals[signal] ?? 0) : null) }));
   });
 }
+
+/**
+ * Start a program that outlives this process: its own session, no stdio, not waited for. For the cleanup a
+ * forced exit hands over (`devpivot down` after a second Ctrl-C); returns its pid, or undefined when it could not
+ * start.
+ */
+export function startDetached(file: string, args: readonly string[], options: { env?: NodeJS.ProcessEnv } = {}) {
+  try {
+    const child = spawn(file, args, { detached: true, stdio: 'ignore', env: options.env ?? process.env });
+    child.on('error', () => {});
+    child.unref();
+    return child.pid;
+  } catch {
+    return undefined;
+  }
+}

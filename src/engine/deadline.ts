@@ -1,3 +1,4 @@
+import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
 import { formatDuration } from '../steps/units.js';
 
@@ -25,41 +26,67 @@ export class DeadlineError extends DevpivotError {
 }
 
 /**
+ * How long a phase that was stopped (deadline, Ctrl-C) may take to notice before it is abandoned: its work is
+ * abortable, so it settles within moments; this bound only matters for a call that hangs in the hypervisor.
+ */
+export const ABANDON_AFTER_MS = 10_000;
+
+/**
  * Run `work` with its own signal, aborted after `ms` or when `parent` aborts; reject with DeadlineError on
- * timeout and with the parent's reason on abort, without waiting for `work` to notice.
+ * timeout and with the parent's reason on abort. Stopping waits for `work` to settle first (up to
+ * ABANDON_AFTER_MS, then `onAbandon` is told): work that is still creating things when its caller moves on to
+ * cleanup would leave them behind. What `work` made before it noticed is its own to record (in the run's World)
+ * or to undo.
  */
 export function withDeadline<T>(
   what: string,
   ms: number,
   parent: AbortSignal,
   work: (signal: AbortSignal) => Promise<T>,
+  onAbandon?: (what: string) => void,
 ): Promise<T> {
   if (parent.aborted) return Promise.reject(parent.reason);
   const controller = new AbortController();
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      controller.abort(parent.reason);
-      finish(() => reject(parent.reason));
-    };
-    const timer = setTimeout(() => {
-      const error = new DeadlineError(what, ms);
-      controller.abort(error);
-      finish(() => reject(error));
-    }, ms);
+    let stopped: unknown;
+    let abandonTimer: NodeJS.Timeout | undefined;
     let done = false;
     const finish = (settle: () => void) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      clearTimeout(abandonTimer);
       parent.removeEventListener('abort', onAbort);
       settle();
     };
+    const stop = (reason: unknown) => {
+      if (stopped !== undefined || done) return;
+      stopped = reason;
+      controller.abort(reason);
+      abandonTimer = setTimeout(() => {
+        onAbandon?.(what);
+        finish(() => reject(reason));
+      }, ABANDON_AFTER_MS);
+    };
+    const onAbort = () => stop(parent.reason);
+    const timer = setTimeout(() => stop(new DeadlineError(what, ms)), ms);
     parent.addEventListener('abort', onAbort, { once: true });
     work(controller.signal).then(
-      (value) => finish(() => resolve(value)),
-      (error: unknown) => finish(() => reject(error)),
+      (value) => finish(() => (stopped === undefined ? resolve(value) : reject(stopped))),
+      (error: unknown) => finish(() => reject(stopped ?? error)),
     );
   });
+}
+
+/** The `onAbandon` of withDeadline that says so on the bus: what was left running may leave something behind. */
+export function abandonWarning(bus: EventBus): (what: string) => void {
+  return (what) =>
+    bus.emit({
+      kind: 'log',
+      level: 'warn',
+      source: 'engine',
+      message: `${what} was stopped but did not finish within ${ABANDON_AFTER_MS / 1000} s; not waiting for it (devpivot down removes what it may leave)`,
+    });
 }
 
 /** Resolves after `ms`, rejects with the signal's reason when it aborts first. */

@@ -7,7 +7,7 @@ import { DevpivotError, ExitCode } from '../core/errors.js';
 import type { Scenario } from '../scenario/types.js';
 import { expectsFailureOn, runStep, type Step } from '../steps/index.js';
 import { formatDuration } from '../steps/units.js';
-import { cleanupRun } from './cleanup.js';
+import { cleanupRun, releaseWorld, removeNodes } from './cleanup.js';
 import type { Deps } from './deps.js';
 import { NodeWatches } from './node-watch.js';
 import { emptyWorld, prepare, type World } from './prepare.js';
@@ -24,6 +24,11 @@ export interface EngineOptions {
   signal: AbortSignal;
   /** Leave the VMs defined and running at the end; a function is asked at cleanup (the TUI's `k` key). */
   keep?: boolean | (() => boolean);
+  /**
+   * A second Ctrl-C does not wait for cleanup: the CLI runs these hooks (best effort, briefly) and exits. The
+   * engine registers the removal of what the run created; returns the hook's removal.
+   */
+  onEmergency?: (hook: () => Promise<void>) => () => void;
   /** libvirt URI (--connect). */
   uri?: string;
   sessionId?: string;
@@ -52,7 +57,10 @@ export interface NodeResult {
 
 export interface RunResult {
   ok: boolean;
-  /** 0 passed, 1 scenario failed, 2 set-up error (prepare failed or bad input). */
+  /**
+   * 0 passed; 1 a step failed (or a bug in devpivot); 2 a set-up error (prepare failed); 130/143 interrupted
+   * (the abort reason's exit status: the CLI's SIGINT/SIGTERM).
+   */
   exitCode: ExitCode;
   ms: number;
   steps: StepResult[];
@@ -66,13 +74,30 @@ export function stepNames(scenario: Scenario): string[] {
   return ['prepare', ...scenario.steps.map((step) => step.label)];
 }
 
+/** A kept run whose registry and VM host are still up, for its caller to serve (`--keep` in the foreground). */
+export interface KeptRun {
+  readonly registryUrl: string | undefined;
+  readonly uri: string;
+  readonly sessionId: string;
+  readonly nodes: readonly { name: string; domain: string; consoleLog: string }[];
+  /** End it: remove the VMs when `remove`, then close the VM host and stop the registry. Never throws. */
+  release(options: { remove: boolean }): Promise<void>;
+}
+
 /**
  * Run a scenario to the end: prepare (registry, fixture, oscontainers, Ignition, VM host), the steps in order,
- * then clean up (always: on success, failure, deadline, Ctrl-C), unless `keep`. Never throws for scenario
- * failures: the result (and the events) say what happened.
+ * then clean up (always: on success, failure, deadline, Ctrl-C), unless `keep` (the VMs stay; the registry
+ * stops). Never throws for scenario failures: the result (and the events) say what happened.
  */
 export async function runScenario(options: EngineOptions): Promise<RunResult> {
-  return new Engine(options).run();
+  const { result, kept } = await new Engine(options).run(false);
+  await kept?.release({ remove: false });
+  return result;
+}
+
+/** As runScenario, but a kept run also keeps its registry and VM host: the caller serves it, then releases it. */
+export async function runScenarioServing(options: EngineOptions): Promise<{ result: RunResult; kept?: KeptRun }> {
+  return new Engine(options).run(true);
 }
 
 class Engine {
@@ -115,10 +140,14 @@ class Engine {
     this.runtime = new EngineRuntime(this.world, this.watches, this.signal, options.signal, this.staged);
   }
 
-  async run(): Promise<RunResult> {
+  async run(hold: boolean): Promise<{ result: RunResult; kept?: KeptRun }> {
     const started = Date.now();
     const dispose = this.bus.subscribe((event) => this.watches.observe(event));
     const disposeStaged = this.bus.subscribe((event) => this.staged.observe(event));
+    // A second Ctrl-C: remove what exists right now, without waiting for the cleanup in progress.
+    const offEmergency = this.options.onEmergency?.(async () => {
+      if (!this.keep()) await this.world.host?.destroyAll();
+    });
     const steps: StepResult[] = stepNames(this.scenario).map((name, index) => ({
       index,
       name,
@@ -127,13 +156,14 @@ class Engine {
     }));
     let exitCode: ExitCode = ExitCode.ok;
     this.bus.emit({ kind: 'run.start', scenario: this.scenario.name, nodes: this.watches.names() });
+    let kept = false;
     try {
       const prepared = await this.step(steps[0]!, () => prepare({ ...this.options, signal: this.signal }, this.world));
-      if (!prepared) exitCode = this.setupExitCode ?? ExitCode.usage;
+      if (!prepared) exitCode = this.interruption() ?? this.setupExitCode ?? ExitCode.usage;
       for (let i = 0; prepared && i < this.scenario.steps.length; i++) {
         const step = this.scenario.steps[i]!;
         if (!(await this.step(steps[i + 1]!, () => this.execute(step)))) {
-          exitCode = ExitCode.failure;
+          exitCode = this.interruption() ?? ExitCode.failure;
           break;
         }
       }
@@ -142,11 +172,48 @@ class Engine {
       disposeStaged();
       this.staged.dispose();
       this.detach();
-      await cleanupRun(this.world, this.watches, () => this.keep(), this.bus);
+      kept = this.keep() && this.world.host !== undefined;
+      await cleanupRun(this.world, this.watches, { keep: this.keep(), hold: hold && kept }, this.bus);
+      offEmergency?.();
     }
     const ms = Date.now() - started;
     const ok = exitCode === ExitCode.ok;
     this.bus.emit({ kind: 'run.end', ok, ms });
+    const result = this.result(exitCode, ms, steps, kept);
+    return kept && hold ? { result, kept: this.keptRun() } : { result };
+  }
+
+  keptRun(): KeptRun {
+    const { world, watches, bus } = this;
+    const host = world.host!;
+    return {
+      registryUrl: world.registryUrl,
+      uri: host.uri,
+      sessionId: host.sessionId,
+      nodes: watches
+        .all()
+        .flatMap((watch) =>
+          watch.vm ? [{ name: watch.def.name, domain: watch.vm.domain, consoleLog: watch.vm.consoleLog }] : [],
+        ),
+      async release({ remove }) {
+        if (remove) await removeNodes(world, watches, bus);
+        await releaseWorld(world, bus);
+      },
+    };
+  }
+
+  /** The exit status of an interrupted run (the caller's signal aborted), else undefined. */
+  interruption(): ExitCode | undefined {
+    const signal = this.options.signal;
+    if (!signal.aborted) return undefined;
+    const reason = signal.reason;
+    return reason instanceof DevpivotError && reason.exitCode >= ExitCode.interrupted
+      ? reason.exitCode
+      : ExitCode.interrupted;
+  }
+
+  result(exitCode: ExitCode, ms: number, steps: StepResult[], kept: boolean): RunResult {
+    const ok = exitCode === ExitCode.ok;
     return {
       ok,
       exitCode,
@@ -162,7 +229,7 @@ class Engine {
         })),
       })),
       ...(this.world.registryUrl ? { registryUrl: this.world.registryUrl } : {}),
-      kept: this.keep() && this.world.host !== undefined,
+      kept,
     };
   }
 
@@ -192,7 +259,8 @@ class Engine {
       result.status = 'failed';
       result.ms = Date.now() - t0;
       result.error = this.describe(error);
-      if (result.index === 0) this.setupExitCode = error instanceof DevpivotError ? error.exitCode : ExitCode.usage;
+      // A set-up error is exit status 2, whatever its own; an error that is not a DevpivotError is a bug (1).
+      if (result.index === 0) this.setupExitCode = error instanceof DevpivotError ? ExitCode.usage : ExitCode.failure;
       this.bus.emit({ kind: 'step.fail', index: result.index, name: result.name, ms: result.ms, error: result.error });
       return false;
     }

@@ -8,7 +8,7 @@ import type { EventBus } from '../core/bus.js';
 import type { OscontainerSource, Scenario } from '../scenario/types.js';
 import type { VmHost } from '../vm/host.js';
 import { newSessionId } from '../vm/sessions.js';
-import { PHASE_DEADLINES, withDeadline } from './deadline.js';
+import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { Deps, FixtureArtifacts, PushedImage, RegistryHandle } from './deps.js';
 import { fixtureVersion, resolveImage } from './images.js';
 import { SessionAccess } from './ssh-access.js';
@@ -52,15 +52,28 @@ export interface PrepareContext {
 export async function prepare(context: PrepareContext, world: World): Promise<void> {
   const { scenario, deps, bus, signal } = context;
   const spec = scenario.registry;
+  // What each phase makes is recorded in the World inside its work: a phase stopped right after it made
+  // something still leaves it to cleanup (withDeadline waits for the work to settle).
   if (spec.kind === 'embedded') {
-    world.registry = await withDeadline('starting the registry', PHASE_DEADLINES.registry, signal, () =>
-      deps.startRegistry({ host: '127.0.0.1', port: 0, storage: join(context.stateDir, 'registry'), bus }),
+    await withDeadline(
+      'starting the registry',
+      PHASE_DEADLINES.registry,
+      signal,
+      async () => {
+        world.registry = await deps.startRegistry({
+          host: '127.0.0.1',
+          port: 0,
+          storage: join(context.stateDir, 'registry'),
+          bus,
+        });
+        world.registryUrl = world.registry.url;
+      },
+      abandonWarning(bus),
     );
-    world.registryUrl = world.registry.url;
   } else {
     world.registryUrl = spec.url;
   }
-  const registryUrl = world.registryUrl;
+  const registryUrl = world.registryUrl!;
   for (const [name, source] of scenario.oscontainers) {
     world.images.set(name, await oscontainer(context, world, registryUrl, name, source));
   }
@@ -108,12 +121,18 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
     });
     world.ignitionOf.set(def.name, JSON.stringify(config));
   }
-  world.host = await withDeadline('connecting to libvirt', PHASE_DEADLINES.host, signal, () =>
-    deps.openHost({
-      ...(context.uri ? { uri: context.uri } : {}),
-      sessionId,
-      bus,
-    }),
+  await withDeadline(
+    'connecting to libvirt',
+    PHASE_DEADLINES.host,
+    signal,
+    async () => {
+      world.host = await deps.openHost({
+        ...(context.uri ? { uri: context.uri } : {}),
+        sessionId,
+        bus,
+      });
+    },
+    abandonWarning(bus),
   );
 }
 

@@ -11,7 +11,7 @@ import {
   type StepRuntime,
 } from '../steps/runtime.js';
 import { formatDuration } from '../steps/units.js';
-import { PHASE_DEADLINES, withDeadline } from './deadline.js';
+import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { NodeWatches } from './node-watch.js';
 import { repositoryName, type World } from './prepare.js';
 import { runOverSsh, type SshTarget } from './ssh.js';
@@ -53,21 +53,28 @@ export class EngineRuntime implements StepRuntime {
     const def = watch.def;
     const host = this.world.host!;
     const network = await this.world.access?.forNode(name);
-    const vm = await withDeadline(`defining node ${name}`, PHASE_DEADLINES.createNode, this.signal, (signal) =>
-      host.createNode(
-        {
-          name,
-          image: this.world.diskOf.get(def.image)!,
-          ignition: this.world.ignitionOf.get(name)!,
-          memoryMiB: def.memoryMiB,
-          vcpus: def.vcpus,
-          firmware: def.firmware,
-          ...(network ? { network } : {}),
-        },
-        signal,
-      ),
+    // The node is recorded as soon as it exists, so cleanup removes it even when the run stops right then.
+    await withDeadline(
+      `defining node ${name}`,
+      PHASE_DEADLINES.createNode,
+      this.signal,
+      async (signal) => {
+        watch.vm = await host.createNode(
+          {
+            name,
+            image: this.world.diskOf.get(def.image)!,
+            ignition: this.world.ignitionOf.get(name)!,
+            memoryMiB: def.memoryMiB,
+            vcpus: def.vcpus,
+            firmware: def.firmware,
+            ...(network ? { network } : {}),
+          },
+          signal,
+        );
+      },
+      abandonWarning(this.watches.bus),
     );
-    watch.vm = vm;
+    const vm = watch.vm!;
     watch.cursor = watch.log.length;
     await withDeadline(`starting node ${name}`, PHASE_DEADLINES.startNode, this.signal, () => vm.start());
   }

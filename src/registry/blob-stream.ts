@@ -60,6 +60,8 @@ export interface SendBlobOptions {
   corrupt: boolean;
   /** Called at most every PROGRESS_INTERVAL_MS, and once with `final` at the end. */
   onProgress(sent: number, final: boolean): void;
+  /** Called after every write with the bytes sent so far (what a cut transfer had sent). */
+  onSent?(sent: number): void;
 }
 
 /**
@@ -74,11 +76,12 @@ export async function sendBlob(
   res: ServerResponse,
   options: SendBlobOptions,
 ): Promise<number> {
-  const { faults, corrupt, onProgress } = options;
+  const { faults, corrupt, onProgress, onSent } = options;
   let sent = 0;
   let lastReport = Date.now();
   const count = (bytes: number) => {
     sent += bytes;
+    onSent?.(sent);
     // The final report goes out with the last byte: a Content-Length client is done reading right then.
     if (sent === length) return onProgress(sent, true);
     const now = Date.now();

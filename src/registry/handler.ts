@@ -51,6 +51,8 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
         path: req.url ?? '/',
         status: res.statusCode,
         bytes: ctx.bytes,
+        ...(ctx.length !== undefined ? { length: ctx.length } : {}),
+        ...(ctx.corrupted ? { corrupted: true as const } : {}),
         ms: Math.round(performance.now() - started),
         client: ctx.client,
       });

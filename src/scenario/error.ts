@@ -9,6 +9,9 @@ export interface ScenarioIssue extends Position {
 
 /** A scenario file that does not follow the schema: every issue with its position. Exit status 2. */
 export class ScenarioError extends DevpivotError {
+  /** `file:line:col: what is wrong (what is expected)`, one per issue. */
+  readonly lines: string[];
+
   constructor(
     readonly file: string,
     readonly issues: ScenarioIssue[],
@@ -21,6 +24,7 @@ export class ScenarioError extends DevpivotError {
       exitCode: ExitCode.usage,
     });
     this.name = 'ScenarioError';
+    this.lines = lines;
   }
 }
 

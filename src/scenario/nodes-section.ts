@@ -1,86 +1,143 @@
 /** `nodes:`: the VMs of the scenario, by name (image, size, firmware, pivot driver and target, Ignition). */
-import { isScalar, type Node, type YAMLMap } from 'yaml';
+import { isScalar, type Node } from 'yaml';
 import { PIVOT_DRIVERS, type PivotDriver } from '../ignition/fragments.js';
 import { parseSize } from '../steps/units.js';
+import { incompatibility } from './compatibility.js';
 import { NODE_DEFAULTS } from './defaults.js';
+import { type DeferredCheck, readIgnitionFragment } from './ignition-fragment.js';
+import { readKernelArgs } from './kernel-args.js';
 import { type DocumentReader, type MappingFields, scalarLike } from './reader.js';
 import type { ImageSource, NodeDef, OscontainerSource } from './types.js';
 
 const NODE_KEYS = ['image', 'memory', 'vcpus', 'firmware', 'driver', 'pivot', 'kernel-args', 'ignition'];
+const MIN_MEMORY = 256 * 1024 ** 2;
+
+export interface NodeContext {
+  images: Map<string, ImageSource>;
+  oscontainers: Map<string, OscontainerSource>;
+  /** Checks that run after the document is read (ignition-validate). */
+  deferred: DeferredCheck[];
+}
 
 /** The nodes, in file order; an image or oscontainer named `fixture:N` is defined on first use. */
-export function readNodes(
-  r: DocumentReader,
-  node: Node | null,
-  images: Map<string, ImageSource>,
-  oscontainers: Map<string, OscontainerSource>,
-): NodeDef[] {
+export function readNodes(r: DocumentReader, node: Node | null, context: NodeContext): NodeDef[] {
   const map = r.map(node, 'nodes');
   if (map.items.length === 0) r.fail(node, 'nodes needs at least one node');
   const out: NodeDef[] = [];
   for (const pair of map.items) {
     r.guard(() => {
-      const name = r.name(pair.key as Node, 'node name');
-      const what = `node '${name}'`;
-      const value = pair.value as Node | null;
-      const f =
-        value === null || (isScalar(value) && value.value === null)
-          ? (new Map() as MappingFields)
-          : r.fields(value, what, NODE_KEYS);
-      const v = (key: string) => f.get(key)?.value ?? null;
-      const fixtureImage = (version: string): ImageSource => ({ kind: 'fixture', version });
-      const image = f.has('image')
-        ? r.ref(v('image'), `${what} image`, images, fixtureImage)
-        : r.ref(scalarLike('fixture:1'), `${what} image`, images, fixtureImage);
-      let memoryMiB: number = NODE_DEFAULTS.memoryMiB;
-      if (f.has('memory')) {
-        const raw = isScalar(v('memory')) ? (v('memory') as { value: unknown }).value : undefined;
-        const bytes = typeof raw === 'string' || typeof raw === 'number' ? parseSize(raw, 1024 ** 2) : undefined;
-        if (bytes === undefined || bytes < 256 * 1024 ** 2)
-          r.fail(v('memory'), `${what} memory must be a size of at least 256MiB like 1024 (MiB) or 2GiB`);
-        memoryMiB = Math.round(bytes / 1024 ** 2);
-      }
-      const vcpus = f.has('vcpus') ? r.integer(v('vcpus'), `${what} vcpus`, 1, 64) : NODE_DEFAULTS.vcpus;
-      const firmware = f.has('firmware')
-        ? r.oneOf(v('firmware'), `${what} firmware`, ['bios', 'uefi'] as const)
-        : NODE_DEFAULTS.firmware;
-      const driver: PivotDriver = f.has('driver')
-        ? r.oneOf(v('driver'), `${what} driver`, PIVOT_DRIVERS)
-        : NODE_DEFAULTS.driver;
-      const pivot = f.has('pivot')
-        ? r.ref(v('pivot'), `${what} pivot target oscontainer`, oscontainers, (version) => ({
-            kind: 'build-fixture',
-            version,
-          }))
-        : undefined;
-      const kernelArgs = { add: [] as string[], delete: [] as string[] };
-      if (f.has('kernel-args')) {
-        const ka = r.fields(v('kernel-args'), `${what} kernel-args`, ['add', 'delete']);
-        if (ka.has('add')) kernelArgs.add = r.stringList(ka.get('add')!.value, `${what} kernel-args.add`);
-        if (ka.has('delete')) kernelArgs.delete = r.stringList(ka.get('delete')!.value, `${what} kernel-args.delete`);
-        if (driver !== 'legacy' && kernelArgs.add.length + kernelArgs.delete.length > 0)
-          r.fail(v('kernel-args'), `${what} kernel-args need the legacy driver (it reads /etc/pivot/kernel-args)`);
-      }
-      let ignition: Record<string, unknown> | undefined;
-      if (f.has('ignition')) {
-        r.map(v('ignition'), `${what} ignition`);
-        ignition = (v('ignition') as YAMLMap).toJSON() as Record<string, unknown>;
-      }
+      const name = r.nodeName(pair.key as Node);
       if (out.some((other) => other.name === name)) r.fail(pair.key as Node, `node '${name}' is defined twice`);
-      out.push({
-        name,
-        image,
-        memoryMiB,
-        vcpus,
-        firmware,
-        driver,
-        ...(pivot ? { pivot } : {}),
-        kernelArgs,
-        ...(ignition ? { ignition } : {}),
-        pos: r.at(pair.key as Node),
-      });
+      out.push(readNode(r, name, pair.key as Node, pair.value as Node | null, context));
     });
   }
   if (out.length === 0 && r.issues.length === 0) r.fail(node, 'nodes needs at least one node');
   return out;
+}
+
+function readNode(r: DocumentReader, name: string, key: Node, value: Node | null, context: NodeContext): NodeDef {
+  const { images, oscontainers } = context;
+  const what = `node '${name}'`;
+  const f =
+    value === null || (isScalar(value) && value.value === null)
+      ? (new Map() as MappingFields)
+      : (r.guard(() => r.fields(value, what, NODE_KEYS)) ?? (new Map() as MappingFields));
+  const v = (field: string) => f.get(field)?.value ?? null;
+  // Each field is guarded: one wrong value does not hide the problems of the others.
+  const field = <T>(fn: () => T, fallback: T): T => r.guard(fn) ?? fallback;
+  const image = field(() => readImageRef(r, f.has('image') ? v('image') : null, what, images), 'fixture:1');
+  const memoryMiB = f.has('memory') ? field(() => readMemory(r, v('memory'), what), 0) : NODE_DEFAULTS.memoryMiB;
+  const vcpus = f.has('vcpus') ? field(() => r.integer(v('vcpus'), `${what} vcpus`, 1, 64), 1) : NODE_DEFAULTS.vcpus;
+  const firmware = f.has('firmware')
+    ? field(() => readFirmware(r, v('firmware'), what), NODE_DEFAULTS.firmware)
+    : NODE_DEFAULTS.firmware;
+  const driver: PivotDriver = f.has('driver')
+    ? field(() => r.oneOf(v('driver'), `${what} driver`, PIVOT_DRIVERS), NODE_DEFAULTS.driver)
+    : NODE_DEFAULTS.driver;
+  const pivot = f.has('pivot')
+    ? r.guard(() => {
+        const target = r.ref(v('pivot'), `${what} pivot target oscontainer`, oscontainers, (version) => ({
+          kind: 'build-fixture',
+          version,
+        }));
+        const source = oscontainers.get(target);
+        const why = source && incompatibility(driver, source);
+        if (why) r.fail(v('pivot'), `${what} cannot pivot to '${target}': ${why}`, 'pick another driver or target');
+        return target;
+      })
+    : undefined;
+  let kernelArgs = { add: [] as string[], delete: [] as string[] };
+  if (f.has('kernel-args')) {
+    kernelArgs = field(() => readKernelArgs(r, v('kernel-args'), `${what} kernel-args`), kernelArgs);
+    if (driver !== 'legacy' && kernelArgs.add.length + kernelArgs.delete.length > 0)
+      r.guard(() =>
+        r.fail(v('kernel-args'), `${what} kernel-args need the legacy driver (it reads /etc/pivot/kernel-args)`),
+      );
+  }
+  const ignition = f.has('ignition')
+    ? r.guard(() => readIgnitionFragment(r, v('ignition'), `${what} ignition`, context.deferred))
+    : undefined;
+  return {
+    name,
+    image,
+    memoryMiB,
+    vcpus,
+    firmware,
+    driver,
+    ...(pivot ? { pivot } : {}),
+    kernelArgs,
+    ...(ignition ? { ignition } : {}),
+    pos: r.at(key),
+  };
+}
+
+/** The image a node boots: defined, and one with a disk (later fixture versions are reached by pivoting). */
+function readImageRef(r: DocumentReader, value: Node | null, what: string, images: Map<string, ImageSource>): string {
+  const written = value ?? scalarLike('fixture:1');
+  const image = r.ref(written, `${what} image`, images, (version) => ({ kind: 'fixture', version }));
+  const source = images.get(image);
+  const bootable = r.env.fixture.bootable;
+  if (
+    source?.kind === 'fixture' &&
+    r.env.fixture.versions.includes(source.version) &&
+    !bootable.includes(source.version)
+  )
+    r.fail(
+      written,
+      `${what} image '${image}' is fixture version ${source.version}, which has no disk: it is reached by pivoting`,
+      `boot ${bootable.map((b) => `fixture:${b}`).join(' or ')} and pivot to fixture:${source.version}`,
+    );
+  return image;
+}
+
+function readMemory(r: DocumentReader, value: Node | null, what: string): number {
+  const raw = isScalar(value) ? value.value : undefined;
+  const bytes = typeof raw === 'string' || typeof raw === 'number' ? parseSize(raw, 1024 ** 2) : undefined;
+  if (bytes === undefined || !Number.isFinite(bytes) || bytes < MIN_MEMORY)
+    r.fail(value, `${what} memory must be a size of at least 256MiB like 1024 (MiB) or 2GiB`);
+  const total = r.env.totalMemoryBytes;
+  if (bytes > total)
+    r.fail(
+      value,
+      `${what} memory of ${gib(bytes)} is more than this host has (${gib(total)})`,
+      `at most ${Math.floor(total / 1024 ** 2)} (MiB)`,
+    );
+  return Math.round(bytes / 1024 ** 2);
+}
+
+function readFirmware(r: DocumentReader, value: Node | null, what: string): 'bios' | 'uefi' {
+  const firmware = r.oneOf(value, `${what} firmware`, ['bios', 'uefi'] as const);
+  const missing = (r.env.firmwareFiles[firmware] ?? []).filter((file) => r.env.pathKind(file) !== 'file');
+  if (missing.length > 0)
+    r.fail(
+      value,
+      `${what} firmware ${firmware} needs ${missing.join(' and ')}, which this host does not have`,
+      firmware === 'uefi' ? 'install OVMF (apt-get install ovmf), or use firmware: bios' : undefined,
+    );
+  return firmware;
+}
+
+function gib(bytes: number): string {
+  const value = bytes / 1024 ** 3;
+  return `${value >= 1e6 ? value.toExponential(2) : value.toFixed(value < 10 ? 1 : 0)} GiB`;
 }

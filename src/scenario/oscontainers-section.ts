@@ -1,5 +1,10 @@
 /** `oscontainers:`: the images nodes pivot to, by name (built from the fixture, an ostree commit or a rootfs; or pulled). */
+import { join } from 'node:path';
 import { isScalar, type Node } from 'yaml';
+import { isSha256Digest } from '../oci/digest.js';
+import { parseReference } from '../oci/reference.js';
+import { Issue } from './error.js';
+import { describeKind } from './images-section.js';
 import type { DocumentReader } from './reader.js';
 import type { OscontainerSource } from './types.js';
 
@@ -7,6 +12,7 @@ export function readOscontainers(r: DocumentReader, node: Node | null, out: Map<
   const map = r.map(node, 'oscontainers');
   for (const pair of map.items) {
     r.guard(() => {
+      if (isScalar(pair.key)) r.broken.add(String(pair.key.value));
       const name = r.name(pair.key as Node, 'oscontainer name');
       r.broken.add(name);
       out.set(name, readOscontainer(r, pair.value as Node | null, `oscontainer '${name}'`));
@@ -20,9 +26,24 @@ function readOscontainer(r: DocumentReader, node: Node | null, what: string): Os
   const f = r.fields(node, what, ['build', 'pull']);
   if (f.has('build') === f.has('pull')) r.fail(node, `${what} needs exactly one of 'build' or 'pull'`);
   if (f.has('pull')) {
-    const ref = r.string(f.get('pull')!.value, `${what}.pull`);
-    if (!/^[^\s@]+(:[^\s@/]+)?(@sha256:[0-9a-f]{64})?$/.test(ref))
-      r.fail(f.get('pull')!.value, `${what}.pull must be an image reference like host/repo:tag or @sha256:...`);
+    const value = f.get('pull')!.value;
+    const ref = r.string(value, `${what}.pull`);
+    try {
+      const parsed = parseReference(ref);
+      if (parsed.digest !== undefined && !isSha256Digest(parsed.digest))
+        r.fail(
+          value,
+          `${what}.pull: '${parsed.digest}' is not a sha256 digest`,
+          'write @sha256: and 64 lowercase hex digits',
+        );
+    } catch (error) {
+      if (error instanceof Issue) throw error;
+      r.fail(
+        value,
+        `${what}.pull: ${(error as Error).message}`,
+        'like quay.io/org/os@sha256:<64 hex> or host:port/repo:tag',
+      );
+    }
     return { kind: 'pull', ref };
   }
   return readBuildSource(r, f.get('build')!.value, `${what}.build`);
@@ -33,24 +54,55 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
     const text = r.string(node, what);
     const fixture = /^fixture:(\S+)$/.exec(text);
     if (!fixture) r.fail(node, `${what} must be fixture:N or { repo, commit } or { rootfs }; got '${text}'`);
-    return { kind: 'build-fixture', version: fixture[1]! };
+    return { kind: 'build-fixture', version: r.fixtureVersion(node, fixture[1]!) };
   }
   const f = r.fields(node, what, ['fixture', 'repo', 'commit', 'rootfs', 'version']);
-  if (f.has('fixture')) return { kind: 'build-fixture', version: r.string(f.get('fixture')!.value, what) };
+  const forms = ['fixture', 'repo', 'rootfs'].filter((key) => f.has(key));
+  if (forms.length > 1) r.fail(node, `${what} has ${forms.join(' and ')}: it needs exactly one of them`);
+  if (f.has('version') && !f.has('rootfs'))
+    r.fail(f.get('version')!.key, `${what}: 'version' applies to 'rootfs' only`);
+  if (f.has('commit') && !f.has('repo')) r.fail(f.get('commit')!.key, `${what}: 'commit' applies to 'repo' only`);
+  if (f.has('fixture')) {
+    const value = f.get('fixture')!.value;
+    return { kind: 'build-fixture', version: r.fixtureVersion(value, r.string(value, what).replace(/^fixture:/, '')) };
+  }
   if (f.has('rootfs')) {
-    const version = f.has('version') ? r.string(f.get('version')!.value, `${what}.version`) : undefined;
-    return {
-      kind: 'build-rootfs',
-      rootfs: r.path(r.string(f.get('rootfs')!.value, `${what}.rootfs`)),
-      ...(version ? { version } : {}),
-    };
+    const version = f.has('version') ? r.guard(() => r.string(f.get('version')!.value, `${what}.version`)) : undefined;
+    const rootfs = existing(r, f.get('rootfs')!.value, `${what}.rootfs`, 'directory');
+    return { kind: 'build-rootfs', rootfs, ...(version ? { version } : {}) };
   }
   if (f.has('repo')) {
     if (!f.has('commit')) r.fail(node, `${what} needs 'commit' with 'repo'`);
-    const commit = r.string(f.get('commit')!.value, `${what}.commit`);
-    if (!/^[0-9a-f]{64}$/.test(commit))
-      r.fail(f.get('commit')!.value, `${what}.commit must be a 64-hex ostree checksum`);
-    return { kind: 'build-ostree', repo: r.path(r.string(f.get('repo')!.value, `${what}.repo`)), commit };
+    const repoValue = f.get('repo')!.value;
+    const repo = r.guard(() => {
+      const dir = existing(r, repoValue, `${what}.repo`, 'directory');
+      if (r.env.pathKind(join(dir, 'config')) !== 'file' || r.env.pathKind(join(dir, 'objects')) !== 'directory')
+        r.fail(repoValue, `${what}.repo: ${dir} is not an ostree repository (no config and objects/)`);
+      return dir;
+    });
+    const commitValue = f.get('commit')!.value;
+    const commit = r.string(commitValue, `${what}.commit`);
+    if (!/^[0-9a-f]{64}$/.test(commit)) r.fail(commitValue, `${what}.commit must be a 64-hex ostree checksum`);
+    if (repo === undefined) return { kind: 'build-ostree', repo: '', commit };
+    // Every ostree repo mode stores a commit as objects/<2 hex>/<62 hex>.commit.
+    if (r.env.pathKind(join(repo, 'objects', commit.slice(0, 2), `${commit.slice(2)}.commit`)) !== 'file')
+      r.fail(
+        commitValue,
+        `${what}.commit ${commit.slice(0, 12)}… is not in ${repo}`,
+        `list them: ostree --repo=${repo} log REF`,
+      );
+    return { kind: 'build-ostree', repo, commit };
   }
   r.fail(node, `${what} needs 'fixture', 'repo' + 'commit', or 'rootfs'`);
+}
+
+/** A path written in the scenario that must exist now as a file or directory; resolved against the file's dir. */
+function existing(r: DocumentReader, node: Node | null, what: string, kind: 'file' | 'directory'): string {
+  const path = r.path(r.string(node, what));
+  const found = r.env.pathKind(path);
+  if (found === 'missing')
+    r.fail(node, `${what}: ${path} does not exist`, 'relative paths start at the directory of the scenario file');
+  if (found !== kind)
+    r.fail(node, `${what}: ${path} is ${found === 'file' ? 'a file' : describeKind(found)}`, `a ${kind}`);
+  return path;
 }

@@ -1,14 +1,17 @@
 /**
  * Reading a scenario file: YAML with positions, then the sections in order (images, oscontainers, registry,
- * nodes, steps). Every problem is collected with its `file:line:col` before anything runs.
+ * nodes, steps), then the checks that need a program (ignition-validate). Every problem of every file is
+ * collected with its `file:line:col` before anything runs.
  */
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { basename, dirname, extname, resolve } from 'node:path';
 import { isScalar, LineCounter, type Node, type Pair, parseDocument } from 'yaml';
 import { DevpivotError, ExitCode } from '../core/errors.js';
 import type { Position } from '../steps/reader.js';
 import { DEFAULT_TIMEOUT_MS, defaultSteps } from './defaults.js';
+import { localEnvironment, type ScenarioEnvironment } from './environment.js';
 import { ScenarioError, type ScenarioIssue } from './error.js';
+import type { DeferredCheck } from './ignition-fragment.js';
 import { readImages } from './images-section.js';
 import { readNodes } from './nodes-section.js';
 import { readOscontainers } from './oscontainers-section.js';
@@ -21,11 +24,14 @@ export { ScenarioError, type ScenarioIssue } from './error.js';
 
 const TOP_KEYS = ['name', 'description', 'timeout', 'images', 'oscontainers', 'registry', 'nodes', 'steps'];
 
-/** Read and validate a scenario file. Relative paths inside it are resolved against its directory. */
-export function loadScenario(file: string): Scenario {
+/**
+ * Read and validate a scenario file, including the checks that run a program (Ignition fragments through
+ * ignition-validate). Relative paths inside it are resolved against its directory.
+ */
+export async function loadScenario(file: string, env: ScenarioEnvironment = localEnvironment()): Promise<Scenario> {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = await readFile(file, 'utf8');
   } catch (error) {
     throw new DevpivotError('SCENARIO_NOT_FOUND', `cannot read scenario ${file}: ${(error as Error).message}`, {
       hint: 'pass a path to a .yaml scenario, e.g. scenarios/old-to-new.yaml',
@@ -33,14 +39,69 @@ export function loadScenario(file: string): Scenario {
       cause: error,
     });
   }
-  return parseScenario(text, file);
+  return validateScenario(text, file, env);
 }
 
-/** Validate scenario text. `file` names it in messages and anchors relative paths. */
-export function parseScenario(text: string, file: string): Scenario {
+/**
+ * Every file, validated: the scenarios in order, or one error listing every problem of every file (exit status
+ * 2) — nothing of a run starts before all of them are valid.
+ */
+export async function loadScenarios(files: string[], env: ScenarioEnvironment): Promise<Scenario[]> {
+  const results = await Promise.allSettled(files.map((file) => loadScenario(file, env)));
+  const errors = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
+  if (errors.length === 0) return results.map((result) => (result as PromiseFulfilledResult<Scenario>).value);
+  const bug = errors.find((error) => !(error instanceof DevpivotError));
+  if (bug) throw bug;
+  if (errors.length === 1) throw errors[0];
+  const problems = (errors as DevpivotError[]).reduce(
+    (sum, error) => sum + (error instanceof ScenarioError ? error.issues.length : 1),
+    0,
+  );
+  throw new DevpivotError(
+    'SCENARIO_INVALID',
+    `${problems} problem(s) in ${errors.length} of ${files.length} scenario files:\n${(errors as DevpivotError[])
+      .map((error) => (error instanceof ScenarioError ? error.lines.join('\n') : error.message))
+      .join('\n')}`,
+    { hint: 'see scenarios/README.md for the schema', exitCode: ExitCode.usage },
+  );
+}
+
+/** Validate scenario text, with every check (`loadScenario` without reading the file). */
+export async function validateScenario(
+  text: string,
+  file: string,
+  env: ScenarioEnvironment = localEnvironment(),
+): Promise<Scenario> {
+  const { scenario, issues, deferred } = readDocument(text, file, env);
+  const later = await Promise.all(deferred.map((check) => check(env)));
+  issues.push(...later.flat());
+  if (issues.length > 0 || !scenario) throw new ScenarioError(file, sorted(issues));
+  return scenario;
+}
+
+/**
+ * Validate scenario text without the checks that run a program. `file` names it in messages and anchors
+ * relative paths.
+ */
+export function parseScenario(text: string, file: string, env: ScenarioEnvironment = localEnvironment()): Scenario {
+  const { scenario, issues } = readDocument(text, file, env);
+  if (issues.length > 0 || !scenario) throw new ScenarioError(file, sorted(issues));
+  return scenario;
+}
+
+function sorted(issues: ScenarioIssue[]): ScenarioIssue[] {
+  return issues.sort((a, b) => a.line - b.line || a.col - b.col);
+}
+
+function readDocument(
+  text: string,
+  file: string,
+  env: ScenarioEnvironment,
+): { scenario: Scenario | undefined; issues: ScenarioIssue[]; deferred: DeferredCheck[] } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   const issues: ScenarioIssue[] = [];
+  const deferred: DeferredCheck[] = [];
   const at = (node: Node | Pair | null | undefined): Position => {
     const offset = nodeOffset(node);
     const pos = lineCounter.linePos(offset);
@@ -51,19 +112,14 @@ export function parseScenario(text: string, file: string): Scenario {
       const pos = lineCounter.linePos(error.pos[0]);
       issues.push({ line: pos.line, col: pos.col, message: `YAML syntax: ${error.message.split('\n')[0]}` });
     }
-    throw new ScenarioError(file, issues);
+    return { scenario: undefined, issues, deferred: [] };
   }
-  const reader = new DocumentReader(at, issues, dirname(resolve(file)));
-  const scenario = reader.guard(() => readScenario(reader, doc.contents, file));
-  if (issues.length > 0 || !scenario)
-    throw new ScenarioError(
-      file,
-      issues.sort((a, b) => a.line - b.line || a.col - b.col),
-    );
-  return scenario;
+  const reader = new DocumentReader(at, issues, dirname(resolve(file)), env);
+  const scenario = reader.guard(() => readScenario(reader, doc.contents, file, deferred));
+  return { scenario, issues, deferred };
 }
 
-function readScenario(r: DocumentReader, root: Node | null, file: string): Scenario | undefined {
+function readScenario(r: DocumentReader, root: Node | null, file: string, deferred: DeferredCheck[]): Scenario {
   if (root === null || (isScalar(root) && root.value === null))
     r.fail(root, 'the scenario is empty', "a minimal scenario has 'nodes:' with one node");
   const top = r.fields(root, 'the scenario', TOP_KEYS);
@@ -71,7 +127,9 @@ function readScenario(r: DocumentReader, root: Node | null, file: string): Scena
   const oscontainers = new Map<string, OscontainerSource>();
   const get = (key: string) => top.get(key)?.value ?? null;
   const name = top.has('name') ? (r.guard(() => r.string(get('name'), 'name')) ?? '') : basename(file, extname(file));
-  const description = top.has('description') ? r.guard(() => r.string(get('description'), 'description')) : undefined;
+  const description = top.has('description')
+    ? r.guard(() => r.string(get('description'), 'description', { multiline: true }))
+    : undefined;
   const timeoutMs = top.has('timeout')
     ? (r.guard(() => r.duration(get('timeout'), 'timeout')) ?? DEFAULT_TIMEOUT_MS)
     : DEFAULT_TIMEOUT_MS;
@@ -81,8 +139,10 @@ function readScenario(r: DocumentReader, root: Node | null, file: string): Scena
     ? (r.guard(() => readRegistry(r, get('registry'))) ?? { kind: 'embedded' })
     : { kind: 'embedded' };
   if (!top.has('nodes')) r.fail(root, "the scenario needs 'nodes:' (at least one node)");
-  const nodes = readNodes(r, get('nodes'), images, oscontainers);
-  const steps = top.has('steps') ? readSteps(r, get('steps'), { nodes, images, oscontainers }) : defaultSteps(nodes);
+  const nodes = readNodes(r, get('nodes'), { images, oscontainers, deferred });
+  const steps = top.has('steps')
+    ? readSteps(r, get('steps'), { nodes, images, oscontainers, timeoutMs, registry: registry.kind })
+    : defaultSteps(nodes);
   return {
     file,
     name,

@@ -5,21 +5,27 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, type Node, type Pair, Scalar, type YAMLMap } from 'yaml';
+import { MAX_NAME_LENGTH, validName } from '../core/names.js';
 import { closest } from '../core/suggest.js';
 import type { Position } from '../steps/reader.js';
-import { parseDuration } from '../steps/units.js';
+import { formatDuration, MAX_TIMER_MS, parseDuration } from '../steps/units.js';
+import type { ScenarioEnvironment } from './environment.js';
 import { Issue, type ScenarioIssue } from './error.js';
 
 /** The keys of one mapping, by name: the key node (for issues about the key) and its value. */
 export type MappingFields = Map<string, { key: Node; value: Node | null }>;
 
+/** Names of images and oscontainers (they become registry repository names). */
 const NAME = /^[a-z][a-z0-9-]{0,30}$/;
+/** Characters no value may hold: they would end a line or a string in a guest file (NUL, other C0 controls). */
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f]/;
 
 export class DocumentReader {
   constructor(
     readonly at: (node: Node | Pair | null | undefined) => Position,
     readonly issues: ScenarioIssue[],
     readonly baseDir: string,
+    readonly env: ScenarioEnvironment,
   ) {}
 
   /** Names whose definition had an issue: references to them are not reported again. */
@@ -72,10 +78,20 @@ export class DocumentReader {
     return out;
   }
 
-  string(node: Node | null, what: string): string {
+  /** A scalar as text: one line without control characters, unless `multiline` (then newlines are allowed). */
+  string(node: Node | null, what: string, options: { multiline?: boolean } = {}): string {
     if (!isScalar(node) || (typeof node.value !== 'string' && typeof node.value !== 'number'))
       this.fail(node, `${what} must be a string, got ${describe(node)}`);
-    return String((node as { value: unknown }).value);
+    // A plain scalar that YAML reads as a number (a checksum of digits, `1.10`) is meant as written.
+    const { value, source } = node as { value: unknown; source?: unknown };
+    const text = typeof value === 'number' && typeof source === 'string' ? source : String(value);
+    if (CONTROL.test(text) || (!options.multiline && /[\r\n]/.test(text)))
+      this.fail(
+        node,
+        `${what} holds a ${/\u0000/.test(text) ? 'NUL' : /[\r\n]/.test(text) ? 'line break' : 'control character'}: ${quote(text)}`,
+        options.multiline ? 'printable text only' : 'one line of printable text',
+      );
+    return text;
   }
 
   oneOf<T extends string>(node: Node | null, what: string, choices: readonly T[]): T {
@@ -91,10 +107,25 @@ export class DocumentReader {
     return value as T;
   }
 
-  duration(node: Node | null, what: string): number {
+  /**
+   * Milliseconds, from at least `min` (default 1 ms: a deadline of 0 can never be met) to at most `max` (default
+   * the longest timer Node can set, 2^31-1 ms, about 24.8 days).
+   */
+  duration(node: Node | null, what: string, options: { min?: number; max?: number; maxWhy?: string } = {}): number {
     const raw = isScalar(node) ? node.value : undefined;
     const ms = typeof raw === 'string' || typeof raw === 'number' ? parseDuration(raw) : undefined;
     if (ms === undefined) this.fail(node, `${what} must be a duration like 90s, 5m or 1m30s; got ${describe(node)}`);
+    const min = options.min ?? 1;
+    if (ms < min)
+      this.fail(node, `${what} must be at least ${formatDuration(min)}; got ${describe(node)}`, 'a positive duration');
+    if (ms > MAX_TIMER_MS)
+      this.fail(node, `${what} is longer than a timer can run; got ${describe(node)}`, 'at most 24d (2^31-1 ms)');
+    if (options.max !== undefined && ms > options.max)
+      this.fail(
+        node,
+        `${what} of ${formatDuration(ms)} is longer than ${options.maxWhy ?? formatDuration(options.max)}`,
+        `at most ${formatDuration(options.max)}, or raise it`,
+      );
     return ms;
   }
 
@@ -131,12 +162,36 @@ export class DocumentReader {
     return isAbsolute(value) ? value : resolve(this.baseDir, value);
   }
 
-  /** The name of an image, oscontainer or node. */
+  /** The name of an image or oscontainer. */
   name(key: Node, what: string): string {
     const name = this.string(key, what);
     if (!NAME.test(name))
       this.fail(key, `${what} '${name}' must be lowercase letters, digits and '-', starting with a letter (max 31)`);
     return name;
+  }
+
+  /** A node name: the VM layer's rule (core/names.ts), since it becomes part of the domain name. */
+  nodeName(key: Node): string {
+    const name = this.string(key, 'node name');
+    if (!validName(name))
+      this.fail(
+        key,
+        `node name '${name}' is not valid`,
+        `lowercase letters, digits and single dashes, not at either end, at most ${MAX_NAME_LENGTH} characters`,
+      );
+    return name;
+  }
+
+  /** `N` of `fixture:N`: a version the fixture's recipe builds. */
+  fixtureVersion(node: Node | null, version: string): string {
+    const { versions } = this.env.fixture;
+    if (!versions.includes(version))
+      this.fail(
+        node,
+        `the fixture OS has no version '${version}'`,
+        `its versions are ${versions.map((v) => `fixture:${v}`).join(', ')}`,
+      );
+    return version;
   }
 
   /** `fixture:N` used directly as a reference registers an implicit image / oscontainer of that name. */
@@ -145,7 +200,7 @@ export class DocumentReader {
     if (known.has(text) || this.broken.has(text)) return text;
     const fixture = /^fixture:(\S+)$/.exec(text);
     if (fixture) {
-      known.set(text, implicit(fixture[1]!));
+      known.set(text, implicit(this.fixtureVersion(node, fixture[1]!)));
       return text;
     }
     const guess = closest(text, known.keys());
@@ -171,8 +226,14 @@ export function describe(node: Node | null | undefined): string {
   if (node === null || node === undefined) return 'nothing';
   if (isMap(node)) return 'a mapping';
   if (isSeq(node)) return 'a list';
-  if (isScalar(node)) return node.value === null ? 'nothing' : `${typeof node.value} '${String(node.value)}'`;
+  if (isScalar(node)) return node.value === null ? 'nothing' : `${typeof node.value} ${quote(String(node.value))}`;
   return 'something else';
+}
+
+/** A value in a message: quoted, control characters escaped, long values cut. */
+export function quote(text: string): string {
+  const short = text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  return `'${short.replace(/[\u0000-\u001f\u007f]/g, (c) => (c === '\n' ? '\\n' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`))}'`;
 }
 
 /** Where a node (or a pair: its key) starts in the text. */

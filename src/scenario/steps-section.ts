@@ -4,8 +4,9 @@
  */
 import { isScalar, isSeq, type Node } from 'yaml';
 import { closest } from '../core/suggest.js';
-import { isStepKind, parseStep, STEP_KINDS, STEPS, type Step } from '../steps/index.js';
+import { isStepKind, minimumMs, nodesOf, parseStep, STEP_KINDS, STEPS, type Step } from '../steps/index.js';
 import type { Fields, StepReader, YamlValue } from '../steps/reader.js';
+import { formatDuration } from '../steps/units.js';
 import { type DocumentReader, describe, scalarLike } from './reader.js';
 import type { ImageSource, NodeDef, OscontainerSource } from './types.js';
 
@@ -13,23 +14,58 @@ interface Context {
   nodes: NodeDef[];
   images: Map<string, ImageSource>;
   oscontainers: Map<string, OscontainerSource>;
+  /** The scenario's `timeout`: no step may wait longer, and the waits together must fit in it. */
+  timeoutMs: number;
+  registry: 'embedded' | 'external';
 }
 
 export function readSteps(r: DocumentReader, node: Node | null, context: Context): Step[] {
   if (!isSeq(node)) r.fail(node, `steps must be a list (- up, - expect: ...), got ${describe(node)}`);
   const out: Step[] = [];
-  let upSeen = false;
+  const up = new Set<string>();
+  let waited = 0;
   for (const item of node.items as Node[]) {
     const step = r.guard(() => readStep(r, item, context));
     if (!step) continue;
-    const needs = STEPS[step.kind].schema.nodes;
-    if (needs === 'starts') upSeen = true;
-    else if (!upSeen && needs === 'needs-running')
-      r.guard(() => r.fail(item, `'${step.kind}' needs a running node: put '- up' before it`));
+    r.guard(() => checkOrder(r, item, step, up));
+    waited += minimumMs(step);
+    if (waited > context.timeoutMs)
+      r.guard(() =>
+        r.fail(
+          item,
+          `the steps up to here wait at least ${formatDuration(waited)}, longer than the scenario's timeout of ${formatDuration(context.timeoutMs)}`,
+          "shorten the waits or raise 'timeout:'",
+        ),
+      );
     out.push(step);
   }
   if (out.length === 0 && r.issues.length === 0) r.fail(node, 'steps is empty', "start with '- up'");
   return out;
+}
+
+/** A step on a node that is not up yet (or an `up` of one that is) can never be satisfied. */
+function checkOrder(r: DocumentReader, item: Node, step: Step, up: Set<string>): void {
+  const relation = STEPS[step.kind].schema.nodes;
+  if (relation === 'removes') up.clear();
+  const nodes = nodesOf(step);
+  if (relation === 'starts') {
+    const again = nodes.filter((name) => up.has(name));
+    for (const name of nodes) up.add(name);
+    if (again.length > 0)
+      r.fail(
+        item,
+        `'up' of node ${again.map((n) => `'${n}'`).join(', ')}, which is up already`,
+        "a node is started once; use '- reboot' to restart it, or '- down' first",
+      );
+  }
+  if (relation !== 'needs-running') return;
+  const missing = nodes.filter((name) => !up.has(name));
+  if (missing.length > 0)
+    r.fail(
+      item,
+      `'${step.kind}' on node '${missing[0]}', which is not up at this point`,
+      `put '- up' (or '- up: [${missing[0]}]') before it`,
+    );
 }
 
 function readStep(r: DocumentReader, item: Node, context: Context): Step {
@@ -74,6 +110,7 @@ function value(n: Node | null): YamlValue | null {
 /** The StepReader of one step: the document reader's checks, plus the step's references to nodes and images. */
 class StepBodyReader implements StepReader {
   readonly nodes: readonly string[];
+  readonly registry: 'embedded' | 'external';
 
   constructor(
     readonly r: DocumentReader,
@@ -82,6 +119,7 @@ class StepBodyReader implements StepReader {
     readonly context: Context,
   ) {
     this.nodes = context.nodes.map((n) => n.name);
+    this.registry = context.registry;
   }
 
   fail(at: YamlValue | null, message: string, hint?: string): never {
@@ -107,8 +145,12 @@ class StepBodyReader implements StepReader {
   oneOf<T extends string>(v: YamlValue | null, what: string, choices: readonly T[]): T {
     return this.r.oneOf(node(v) ?? null, what, choices);
   }
-  duration(v: YamlValue | null, what: string): number {
-    return this.r.duration(node(v) ?? null, what);
+  duration(v: YamlValue | null, what: string, options: { min?: number } = {}): number {
+    return this.r.duration(node(v) ?? null, what, {
+      ...options,
+      max: this.context.timeoutMs,
+      maxWhy: `the scenario's timeout of ${formatDuration(this.context.timeoutMs)}`,
+    });
   }
   integer(v: YamlValue | null, what: string, min: number, max: number): number {
     return this.r.integer(node(v) ?? null, what, min, max);
@@ -163,7 +205,7 @@ class StepBodyReader implements StepReader {
     if (oscontainers.has(text) || images.has(text) || this.r.broken.has(text)) return text;
     const fixture = /^fixture:(\S+)$/.exec(text);
     if (fixture) {
-      images.set(text, { kind: 'fixture', version: fixture[1]! });
+      images.set(text, { kind: 'fixture', version: this.r.fixtureVersion(n, fixture[1]!) });
       return text;
     }
     const guess = closest(text, [...oscontainers.keys(), ...images.keys()]);

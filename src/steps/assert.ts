@@ -42,6 +42,7 @@ export const assert: StepDefinition<AssertStep> = {
       pos,
     });
   },
+  nodesOf: (step) => [step.node],
   async run(step, runtime) {
     const boots = runtime.boots(step.node);
     const failures = runtime.failures(step.node);

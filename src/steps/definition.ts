@@ -22,10 +22,11 @@ export interface StepSchema {
   /** The keys its mapping form must have. */
   readonly required: readonly string[];
   /**
-   * How it relates to running nodes: `up` starts them; a step that `needs-running` nodes must come after an `up`
-   * (checked when the scenario is read).
+   * How it relates to the nodes it names (`nodesOf`): `up` starts them (each must not be up already), `down`
+   * removes every node, a step that `needs-running` nodes must come after an `up` of each of them and before the
+   * next `down`. Checked when the scenario is read: such a step could never be satisfied.
    */
-  readonly nodes: 'starts' | 'needs-running' | 'any';
+  readonly nodes: 'starts' | 'removes' | 'needs-running' | 'any';
 }
 
 export interface StepDefinition<S extends StepBase> {
@@ -39,4 +40,8 @@ export interface StepDefinition<S extends StepBase> {
    * node's failures. Steps without it fail at once when any node fails.
    */
   expectsFailureOn?(step: S): string | undefined;
+  /** The nodes the step starts or needs (see `schema.nodes`); none when absent. */
+  nodesOf?(step: S): readonly string[];
+  /** The least time the step takes however the guests behave (a `wait`): all of them must fit the timeout. */
+  minimumMs?(step: S): number;
 }

@@ -11,7 +11,7 @@ export function downStep(pos: Position): DownStep {
 }
 
 export const down: StepDefinition<DownStep> = {
-  schema: { keys: [], required: [], nodes: 'any' },
+  schema: { keys: [], required: [], nodes: 'removes' },
   parse({ body, pos }: StepSource, read: StepReader) {
     if (body !== null) read.fail(body, "'down' takes no arguments");
     return downStep(pos);

@@ -79,6 +79,7 @@ export const expect: StepDefinition<ExpectStep> = {
       read.fail(f.get('match')!.key, "'match' applies to 'event: failure' (the reason) only");
     return expectStep({ node, event, withinMs, ...(match !== undefined ? { match } : {}), pos });
   },
+  nodesOf: (step) => [step.node],
   async run(step, runtime) {
     const booted = step.booted;
     const commit = booted === undefined ? undefined : runtime.commitOf(booted);

@@ -7,6 +7,8 @@ import { parseSize } from './units.js';
 /** What a `fault` step does to the registry (the list is the type). */
 export const REGISTRY_FAULTS = ['down', 'up', 'corrupt-blob', 'slow', 'clear'] as const;
 export type RegistryFault = (typeof REGISTRY_FAULTS)[number];
+/** The slowest `slow` rate: the registry sends slices of rate/20 bytes, at least one byte each. */
+const MIN_RATE = 20;
 
 export interface FaultStep extends StepBase {
   kind: 'fault';
@@ -37,11 +39,18 @@ export const fault: StepDefinition<FaultStep> = {
   parse({ body, pos }: StepSource, read: StepReader) {
     const f = read.fields(body, 'fault', fault.schema.keys, fault.schema.required);
     const registry = read.oneOf(f.get('registry')!.value, 'fault.registry', REGISTRY_FAULTS);
+    if (read.registry === 'external')
+      read.fail(
+        f.get('registry')!.value,
+        `'fault: { registry: ${registry} }' needs the embedded registry; this scenario uses an external one`,
+        "remove 'registry:' from the scenario to use the embedded one",
+      );
     if (registry === 'slow') {
       const raw = f.get('rate')?.value;
       const text = read.scalarText(raw)?.replace(/\/s$/, '') ?? '1MiB';
       const bytesPerSecond = parseSize(text, 1);
-      if (bytesPerSecond === undefined) read.fail(raw ?? body, 'fault.rate must be a size per second like 1MiB/s');
+      if (bytesPerSecond === undefined || !Number.isFinite(bytesPerSecond) || bytesPerSecond < MIN_RATE)
+        read.fail(raw ?? body, `fault.rate must be a size per second of at least ${MIN_RATE} bytes, like 1MiB/s`);
       return faultStep(registry, pos, { bytesPerSecond, text });
     }
     if (f.has('rate')) read.fail(f.get('rate')!.key, "'rate' only applies to 'registry: slow'");

@@ -71,6 +71,24 @@ function run<K extends StepKind>(kind: K, step: StepOf<K>, runtime: StepRuntime)
   return STEPS[kind].run(step, runtime);
 }
 
+/** The nodes a step starts or needs (validation of the order of steps). */
+export function nodesOf(step: Step): readonly string[] {
+  return nodesOfKind(step.kind, step);
+}
+
+/** The least time a step takes (validation: the steps must fit the scenario's timeout). */
+export function minimumMs(step: Step): number {
+  return minimumOfKind(step.kind, step);
+}
+
+function nodesOfKind<K extends StepKind>(kind: K, step: StepOf<K>): readonly string[] {
+  return STEPS[kind].nodesOf?.(step) ?? [];
+}
+
+function minimumOfKind<K extends StepKind>(kind: K, step: StepOf<K>): number {
+  return STEPS[kind].minimumMs?.(step) ?? 0;
+}
+
 function expectsFailure<K extends StepKind>(kind: K, step: StepOf<K>): string | undefined {
   return STEPS[kind].expectsFailureOn?.(step);
 }

@@ -40,6 +40,7 @@ export const pivot: StepDefinition<PivotStep> = {
     const withinMs = f.has('within') ? read.duration(f.get('within')!.value, 'pivot.within') : PIVOT_WITHIN_MS;
     return pivotStep(node, to, pos, withinMs);
   },
+  nodesOf: (step) => [step.node],
   async run(step, runtime) {
     await runtime.requestPivot(step.node, step.to, step.withinMs);
   },

@@ -40,11 +40,13 @@ export const powerOff: StepDefinition<PowerOffStep> = {
       const text = read.string(whenValue, 'power-off.when').replace(/^pivot\./, '');
       if (text !== 'now') when = read.oneOf(read.rewritten(text, whenValue), 'power-off.when', PIVOT_PHASES);
     }
-    const afterMs = f.has('after') ? read.duration(f.get('after')!.value, 'power-off.after') : 0;
+    const afterMs = f.has('after') ? read.duration(f.get('after')!.value, 'power-off.after', { min: 0 }) : 0;
     const withinMs = f.has('within') ? read.duration(f.get('within')!.value, 'power-off.within') : DEFAULT_WITHIN_MS;
     const restart = f.has('restart') ? read.boolean(f.get('restart')!.value, 'power-off.restart') : true;
     return powerOffStep({ node, ...(when ? { when } : {}), afterMs, withinMs, restart, pos });
   },
+  nodesOf: (step) => [step.node],
+  minimumMs: (step) => step.afterMs,
   async run(step, runtime) {
     const phase = step.when;
     if (phase)

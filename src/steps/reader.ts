@@ -54,8 +54,11 @@ export interface StepReader {
   scalarText(value: YamlValue | null | undefined): string | undefined;
   string(value: YamlValue | null, what: string): string;
   oneOf<T extends string>(value: YamlValue | null, what: string, choices: readonly T[]): T;
-  /** Milliseconds, from `90s`, `5m`, `1m30s` or a bare number of seconds. */
-  duration(value: YamlValue | null, what: string): number;
+  /**
+   * Milliseconds, from `90s`, `5m`, `1m30s` or a bare number of seconds: at least `min` (default 1 ms) and at
+   * most the scenario's `timeout` (a step that waits longer could never finish in time).
+   */
+  duration(value: YamlValue | null, what: string, options?: { min?: number }): number;
   integer(value: YamlValue | null, what: string, min: number, max: number): number;
   boolean(value: YamlValue | null, what: string): boolean;
   /** A string that compiles as a JavaScript regular expression. */
@@ -66,6 +69,8 @@ export interface StepReader {
   rewritten(text: string, from: YamlValue | null | undefined): YamlValue;
   /** The scenario's node names, in file order. */
   readonly nodes: readonly string[];
+  /** Which registry the scenario uses: faults only act on the embedded one. */
+  readonly registry: 'embedded' | 'external';
   /**
    * A node name. Absent (undefined or null): the only node, or an issue at `owner` (or the step's key) when there
    * are several. An unknown name is an issue with "did you mean".

@@ -22,6 +22,7 @@ export const reboot: StepDefinition<RebootStep> = {
         : read.node(read.fields(body, 'reboot', reboot.schema.keys).get('node')?.value, body);
     return rebootStep(node, pos);
   },
+  nodesOf: (step) => [step.node],
   async run(step, runtime) {
     await runtime.powerCycle(step.node, true);
   },

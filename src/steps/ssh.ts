@@ -42,6 +42,7 @@ export const ssh: StepDefinition<SshStep> = {
     const withinMs = f.has('within') ? read.duration(f.get('within')!.value, 'ssh.within') : DEFAULT_WITHIN_MS;
     return sshStep({ node, run, ...(expect !== undefined ? { expect } : {}), withinMs, pos });
   },
+  nodesOf: (step) => [step.node],
   async run(step, runtime) {
     const pattern = step.expect === undefined ? undefined : new RegExp(step.expect);
     const holds = (result: SshResult) =>

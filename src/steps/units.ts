@@ -1,5 +1,8 @@
 /** Human units in scenario files: durations (`90s`, `5m`, `1m30s`) and sizes (`1GiB`, `512MiB`), and their labels. */
 
+/** The longest delay Node's timers take (2^31-1 ms); a longer one fires at once (TimeoutOverflowWarning). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Milliseconds, or undefined when the text is not a duration. A bare number is seconds. */

@@ -20,8 +20,11 @@ export const up: StepDefinition<UpStep> = {
       body === null
         ? [...read.nodes]
         : read.stringList(body, 'up').map((_name, i) => read.node(items ? items[i]! : body, body));
+    const twice = nodes.findIndex((name, i) => nodes.indexOf(name) !== i);
+    if (twice >= 0) read.fail(items?.[twice] ?? body, `'up' names node '${nodes[twice]}' twice`);
     return upStep(nodes, pos, read.nodes.length);
   },
+  nodesOf: (step) => step.nodes,
   async run(step, runtime) {
     for (const name of step.nodes) await runtime.up(name);
   },

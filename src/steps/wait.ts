@@ -18,6 +18,7 @@ export const wait: StepDefinition<WaitStep> = {
   parse({ body, pos }: StepSource, read: StepReader) {
     return waitStep(read.duration(body, 'wait'), pos);
   },
+  minimumMs: (step) => step.ms,
   async run(step, runtime) {
     await runtime.pause(step.ms);
   },

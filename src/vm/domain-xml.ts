@@ -111,12 +111,8 @@ export function baseVolumeName(sha256: string): string {
 
 export const BASE_VOLUME_PATTERN = /^devpivot-base-[0-9a-f]{16}\.qcow2$/;
 
-const ID = /^[a-z0-9](?:[a-z0-9]|-(?!-))*$/;
-
-/** Session ids and node names: lower-case letters, digits, single dashes; no leading/trailing/double dash. */
-export function validName(value: string): boolean {
-  return value.length > 0 && value.length <= 40 && ID.test(value) && !value.endsWith('-');
-}
+/** Session ids and node names: one rule, shared with scenario validation (core/names.ts). */
+export { validName } from '../core/names.js';
 
 export function metadataXml(meta: DevpivotMetadata): string {
   const attrs = [

@@ -9,7 +9,9 @@ test('a DevpivotError prints its code, message and hint, without a stack trace',
   });
   const text = formatError(error, { debug: false });
   t.is(text, 'error[LIBVIRT_UNREACHABLE]: cannot reach libvirt at qemu:///system\nhint: start libvirtd');
-  t.is(exitCodeOf(error), 1);
+  // A daemon that does not answer is a set-up error: the catalog's exit status for the code.
+  t.is(exitCodeOf(error), 2);
+  t.is(exitCodeOf(new DevpivotError('REGISTRY_ERROR', 'HTTP 500')), 1);
 });
 
 test('debug output adds the stack and the cause chain', (t) => {

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
+import { bootedVersions, leftoverDomains, runScenarioCli, session } from './run-scenario.js';
 
 test.serial('old-to-new: fixture v1 pivots to an oscontainer built from v2, and everything is removed', async (t) => {
   const run = await runScenarioCli('old-to-new');
@@ -28,14 +28,14 @@ test.serial('old-to-new: fixture v1 pivots to an oscontainer built from v2, and 
   t.deepEqual(leftoverDomains('old-to-new'), []);
 });
 
-test.serial('Ctrl-C during a run: the run stops, the VM is removed, exit status 1', async (t) => {
+test.serial('Ctrl-C during a run: the run stops, the VM is removed, exit status 130', async (t) => {
   const run = await runScenarioCli('old-to-new', {
-    extraArgs: ['--session', 'test-engine-interrupt'],
+    extraArgs: ['--session', session('interrupt')],
     onEvent: (event, kill) => {
       if (event.kind === 'vm.started') kill('SIGINT');
     },
   });
-  t.is(run.code, 1);
+  t.is(run.code, 130, 'interrupted by SIGINT (README "Exit status")');
   t.regex(run.steps.at(-1) ?? '', /^✗ .*: interrupted \(interrupted by SIGINT\)$/);
   t.like(run.events.at(-1), { kind: 'run.end', ok: false });
   t.deepEqual(leftoverDomains('interrupt'), []);

@@ -73,8 +73,12 @@ export function runScenarioCli(
   });
 }
 
+/**
+ * The session of a scenario's run in this test process: unique per process, so that the same scenario run from
+ * another checkout at the same time (on the same libvirtd) is never taken for a leftover of this one.
+ */
 export function session(name: string): string {
-  return `test-engine-${name}`.slice(0, 40).replace(/-+$/, '');
+  return `test-engine-${process.pid.toString(36)}-${name}`.slice(0, 40).replace(/-+$/, '');
 }
 
 /** Domains of this test's session still defined in libvirt (must be none after a run). */

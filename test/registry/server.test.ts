@@ -36,6 +36,15 @@ test('stop() cuts a blob download in progress', async (t) => {
     t.is(response.status, 200);
     setTimeout(() => void r.registry.stop(), 300);
     await t.throwsAsync(response.arrayBuffer());
+    // The request log proves the cut: the body promised its length and sent less.
+    const layer = image.layers[0]!;
+    const find = () =>
+      r.events.find((e) => e.kind === 'registry.request' && e.method === 'GET' && e.path.endsWith(layer.digest));
+    for (let i = 0; i < 50 && !find(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    const logged = find();
+    t.like(logged, { kind: 'registry.request', status: 200, length: layer.size });
+    const sent = (logged as { bytes: number }).bytes;
+    t.true(sent > 0 && sent < layer.size, `${sent} of ${layer.size} bytes`);
   } finally {
     await r.close();
   }
@@ -60,6 +69,28 @@ test('faults: corruptBlobs flips layer bytes (same length) but leaves configs an
     r.registry.faults.corruptBlobs = false;
     const good = Buffer.from(await (await fetch(`${r.url}/v2/faults/corrupt/blobs/${layer.digest}`)).arrayBuffer());
     t.is(digestOf(good), layer.digest);
+    // The request log says which responses were corrupted: the first layer GET, not the config, not the second.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const blobGets = r.events.filter(
+      (e) => e.kind === 'registry.request' && e.method === 'GET' && e.path.includes('/blobs/'),
+    ) as {
+      path: string;
+      corrupted?: true;
+      bytes: number;
+      length?: number;
+    }[];
+    t.deepEqual(
+      blobGets.map((e) => [
+        e.path.endsWith(layer.digest) ? 'layer' : 'config',
+        e.corrupted ?? false,
+        e.bytes === e.length,
+      ]),
+      [
+        ['layer', true, true],
+        ['config', false, true],
+        ['layer', false, true],
+      ],
+    );
   } finally {
     await r.close();
   }

@@ -4,6 +4,7 @@ import test from 'ava';
 import { loadScenario, parseScenario, ScenarioError } from '../../src/scenario/parse.js';
 import { formatDuration, parseDuration, parseSize } from '../../src/scenario/units.js';
 import { repoRoot } from '../helpers/cli.js';
+import { fakeEnvironment } from './environment.js';
 
 /** The issues of an invalid scenario as `line:col: message` strings. */
 function problems(text: string): string[] {
@@ -21,12 +22,12 @@ function problems(text: string): string[] {
   );
 }
 
-test('every shipped scenario parses', (t) => {
+test('every shipped scenario parses', async (t) => {
   const dir = join(repoRoot, 'scenarios');
   const files = readdirSync(dir).filter((name) => name.endsWith('.yaml'));
   t.true(files.length >= 8, files.join(', '));
   for (const name of files) {
-    const scenario = loadScenario(join(dir, name));
+    const scenario = await loadScenario(join(dir, name));
     t.true(scenario.steps.length > 0, name);
     t.true(scenario.nodes.length > 0, name);
   }
@@ -54,8 +55,8 @@ test('the six-line scenario gets defaults and default steps', (t) => {
   );
 });
 
-test('the default scenario: old-to-new', (t) => {
-  const scenario = loadScenario(join(repoRoot, 'scenarios', 'old-to-new.yaml'));
+test('the default scenario: old-to-new', async (t) => {
+  const scenario = await loadScenario(join(repoRoot, 'scenarios', 'old-to-new.yaml'));
   t.is(scenario.name, 'old-to-new');
   t.deepEqual(
     scenario.steps.map((step) => step.kind),
@@ -78,7 +79,6 @@ oscontainers:
   tree: { build: { repo: /srv/repo, commit: ${'c'.repeat(64)} } }
   dir: { build: { rootfs: ./rootfs, version: '9' } }
   upstream: { pull: 'quay.io/x/y@sha256:${'d'.repeat(64)}' }
-registry: { url: http://127.0.0.1:5000/ }
 nodes:
   a:
     image: old
@@ -105,11 +105,21 @@ steps:
   - assert: { node: b, booted: upstream, reboots: 2, failed: false }
   - down
 `;
-  const scenario = parseScenario(text, '/work/s/full.yaml');
+  const env = fakeEnvironment({
+    '/work/s/disk.qcow2': 'qcow2',
+    '/work/s/rootfs': 'directory',
+    '/srv/repo': 'directory',
+    '/srv/repo/config': 'file',
+    '/srv/repo/objects': 'directory',
+    [`/srv/repo/objects/cc/${'c'.repeat(62)}.commit`]: 'file',
+  });
+  const scenario = parseScenario(text, '/work/s/full.yaml', env);
   t.is(scenario.timeoutMs, 45 * 60_000);
   t.deepEqual(scenario.images.get('local'), { kind: 'path', path: '/work/s/disk.qcow2', sha256: 'a'.repeat(64) });
   t.deepEqual(scenario.oscontainers.get('dir'), { kind: 'build-rootfs', rootfs: '/work/s/rootfs', version: '9' });
-  t.deepEqual(scenario.registry, { kind: 'external', url: 'http://127.0.0.1:5000' });
+  t.deepEqual(scenario.registry, { kind: 'embedded' });
+  const external = parseScenario('registry: { url: http://127.0.0.1:5000/ }\nnodes: { n: {} }\n', '/x.yaml');
+  t.deepEqual(external.registry, { kind: 'external', url: 'http://127.0.0.1:5000' });
   t.like(scenario.nodes[0], {
     memoryMiB: 2048,
     vcpus: 2,
@@ -185,7 +195,9 @@ const malformed: [string, string, string[]][] = [
   [
     'bad node name',
     'nodes:\n  Node_1: {}\n',
-    ["2:3: node name 'Node_1' must be lowercase letters, digits and '-', starting with a letter (max 31)"],
+    [
+      "2:3: node name 'Node_1' is not valid (lowercase letters, digits and single dashes, not at either end, at most 40 characters)",
+    ],
   ],
   ['no nodes', 'name: x\n', ["1:1: the scenario needs 'nodes:' (at least one node)"]],
   [
@@ -223,7 +235,7 @@ const malformed: [string, string, string[]][] = [
   [
     'expect before up',
     'nodes:\n  n: {}\nsteps:\n  - expect: { event: booted }\n  - up\n',
-    ["4:5: 'expect' needs a running node: put '- up' before it"],
+    ["4:5: 'expect' on node 'n', which is not up at this point (put '- up' (or '- up: [n]') before it)"],
   ],
   [
     'two forms in one expect',
@@ -264,7 +276,7 @@ const malformed: [string, string, string[]][] = [
     'ssh without run, before up, with a bad regex',
     'nodes:\n  n: {}\nsteps:\n  - ssh: { run: uptime }\n  - up\n  - ssh: { node: n }\n  - ssh: { run: uptime, expect: "(" }\n  - ssh: { run: "  " }\n',
     [
-      "4:5: 'ssh' needs a running node: put '- up' before it",
+      "4:5: 'ssh' on node 'n', which is not up at this point (put '- up' (or '- up: [n]') before it)",
       "6:10: ssh needs 'run'",
       '7:33: ssh.expect is not a valid regular expression: Invalid regular expression: /(/: Unterminated group',
       '8:17: ssh.run is empty (write the command to run on the node)',
@@ -277,13 +289,18 @@ const malformed: [string, string, string[]][] = [
   ],
   [
     'bad sha256',
-    'images:\n  x: { path: a.qcow2, sha256: abc }\nnodes:\n  n: { image: x }\n',
-    ["2:31: image 'x'.sha256 must be 64 lowercase hex digits"],
+    'images:\n  x: { path: /nonexistent/a.qcow2, sha256: abc }\nnodes:\n  n: { image: x }\n',
+    [
+      "2:14: image 'x': /nonexistent/a.qcow2 does not exist (relative paths start at the directory of the scenario file)",
+      "2:44: image 'x'.sha256 must be 64 lowercase hex digits",
+    ],
   ],
   [
     'bad pull reference',
     'oscontainers:\n  x: { pull: "a b" }\nnodes:\n  n: {}\n',
-    ["2:14: oscontainer 'x'.pull must be an image reference like host/repo:tag or @sha256:..."],
+    [
+      "2:14: oscontainer 'x'.pull: invalid image reference 'a b': 'library/a b' is not a valid repository name (like quay.io/org/os@sha256:<64 hex> or host:port/repo:tag)",
+    ],
   ],
   [
     'bad registry',
@@ -327,8 +344,8 @@ test('ScenarioError message carries file:line:col and exit status 2', (t) => {
   t.regex(error.message, /scenarios\/x\.yaml:3:5: unknown key 'imag' in node 'n' \(did you mean 'image'\?\)/);
 });
 
-test('a missing file is a set-up error with a hint', (t) => {
-  const error = t.throws(() => loadScenario('/nonexistent/s.yaml'));
+test('a missing file is a set-up error with a hint', async (t) => {
+  const error = await t.throwsAsync(() => loadScenario('/nonexistent/s.yaml'));
   t.like(error, { code: 'SCENARIO_NOT_FOUND', exitCode: 2 });
 });
 

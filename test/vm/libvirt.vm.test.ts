@@ -355,7 +355,7 @@ test.serial('an unreachable libvirtd gives a clear error quickly', async (t) => 
   t.truthy(error?.hint);
   t.true(Date.now() - started < 5000);
   const cli = await runCli(['ps', '--connect', uri], { timeoutMs: 15_000 });
-  t.is(cli.code, 1);
+  t.is(cli.code, 2, 'libvirt unreachable is a set-up error (README "Exit status")');
   t.regex(cli.stderr, /error\[LIBVIRT_UNREACHABLE\]: cannot reach libvirt/);
   t.regex(cli.stderr, /hint: /);
 });

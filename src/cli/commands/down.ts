@@ -2,9 +2,10 @@ import { UsageError } from '../../core/errors.js';
 import { stateDir } from '../../core/paths.js';
 import { Connection } from '../../vm/libvirt/connection.js';
 import { cleanup } from '../../vm/libvirt/inventory.js';
-import { assertValidSessionId } from '../../vm/sessions.js';
+import { assertValidSessionId, listSessions } from '../../vm/sessions.js';
 import { resolveTarget } from '../../vm/targets.js';
 import { type Command, connectOption } from '../command.js';
+import { keeperOf, stopKeeper } from '../keep.js';
 
 export const command: Command = {
   name: 'down',
@@ -43,6 +44,17 @@ export const command: Command = {
         'no devpivot session is recorded on this machine',
         'use --all, or --session ID (see `devpivot ps`)',
       );
+    // A `--keep` run serving this session: it removes its VMs and stops its registry itself, then exits.
+    const state = stateDir(env);
+    const ids = all ? (await listSessions(state)).map((s) => s.id) : target.session ? [target.session.id] : [];
+    for (const id of ids) {
+      const pid = await keeperOf(state, id);
+      if (pid === undefined) continue;
+      const gone = await stopKeeper(pid, 120_000);
+      stdout.write(
+        `${gone ? 'stopped' : 'signalled (still running)'} the devpivot serving session ${id} (pid ${pid})\n`,
+      );
+    }
     const conn = await Connection.open(target.uri);
     try {
       const report = await cleanup(conn, {

@@ -5,6 +5,7 @@ import { stateDir } from '../../core/paths.js';
 import { assertValidSessionId, consoleLogPath } from '../../vm/sessions.js';
 import { sessionWithLog } from '../../vm/targets.js';
 import type { Command } from '../command.js';
+import { untilStopped } from '../interrupts.js';
 
 export const command: Command = {
   name: 'logs',
@@ -19,7 +20,8 @@ export const command: Command = {
     session: { type: 'string', valueName: 'ID', description: 'Session of the node (default: newest with a log)' },
   },
   positionals: [1, 1],
-  async run({ args, stdout, env, signal }) {
+  async run(context) {
+    const { args, stdout, env } = context;
     const node = args.positionals[0]!;
     const state = stateDir(env);
     const sessionId = args.string('session');
@@ -36,23 +38,15 @@ export const command: Command = {
       );
     let offset = await copyFrom(path, 0, stdout);
     if (!args.flag('follow')) return 0;
-    await new Promise<void>((resolve) => {
-      const timer = setInterval(async () => {
-        try {
-          const size = (await stat(path)).size;
-          if (size < offset) offset = 0; // truncated or replaced: start over
-          if (size > offset) offset = await copyFrom(path, offset, stdout);
-        } catch {}
-      }, 250);
-      signal.addEventListener(
-        'abort',
-        () => {
-          clearInterval(timer);
-          resolve();
-        },
-        { once: true },
-      );
-    });
+    const timer = setInterval(async () => {
+      try {
+        const size = (await stat(path)).size;
+        if (size < offset) offset = 0; // truncated or replaced: start over
+        if (size > offset) offset = await copyFrom(path, offset, stdout);
+      } catch {}
+    }, 250);
+    await untilStopped(context);
+    clearInterval(timer);
     return 0;
   },
 };

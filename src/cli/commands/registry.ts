@@ -5,6 +5,7 @@ import { collectGarbage } from '../../registry/gc.js';
 import { startRegistry } from '../../registry/server.js';
 import { RegistryStore } from '../../registry/store.js';
 import type { Command, CommandContext } from '../command.js';
+import { untilStopped } from '../interrupts.js';
 
 function storageOf({ args, env }: CommandContext): string {
   return args.string('storage') ?? join(stateDir(env), 'registry');
@@ -18,11 +19,13 @@ function portOf(value: string | undefined): number {
 }
 
 async function serve(context: CommandContext): Promise<number> {
-  const { args, bus, stdout, signal } = context;
+  const { args, bus, stdout } = context;
   const storage = storageOf(context);
   if (!args.flag('quiet')) {
     bus.on('registry.request', (e) =>
-      stdout.write(`${e.client} ${e.method} ${e.path} ${e.status} ${e.bytes}B ${e.ms}ms\n`),
+      stdout.write(
+        `${e.client} ${e.method} ${e.path} ${e.status} ${e.bytes}B ${e.ms}ms${e.length !== undefined && e.bytes < e.length ? ` (cut at ${e.bytes} of ${e.length}B)` : ''}${e.corrupted ? ' (corrupted)' : ''}\n`,
+      ),
     );
   }
   const registry = await startRegistry({
@@ -33,7 +36,7 @@ async function serve(context: CommandContext): Promise<number> {
     bus,
   });
   stdout.write(`registry listening on ${registry.url} (storage ${storage})\n`);
-  if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+  await untilStopped(context);
   await registry.stop();
   stdout.write('registry stopped\n');
   return 0;

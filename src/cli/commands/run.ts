@@ -9,7 +9,7 @@ export const command: Command = {
     'Run each scenario (see scenarios/README.md) against real VMs, one after the other, and report every step.\n' +
     'Never opens the interactive view. Exit status: 0 passed, 1 a scenario failed, 2 a usage or set-up error.',
   options: scenarioOptions,
-  positionals: [1, 64],
+  positionals: [1, 1000],
   async run(context) {
     return runScenarioFiles(context.args.positionals, context, () => ciPresenter(context));
   },

@@ -25,6 +25,19 @@ export function unreachable(registry: string, url: string, baseUrl: string, erro
   );
 }
 
+/** A non-2xx answer, with its status: retry.ts retries a 5xx or a 429. */
+export class RegistryResponseError extends DevpivotError {
+  constructor(
+    readonly status: number,
+    code: 'REGISTRY_AUTH_FAILED' | 'NOT_FOUND' | 'REGISTRY_ERROR',
+    message: string,
+    hint: string,
+  ) {
+    super(code, message, { hint });
+    this.name = 'RegistryResponseError';
+  }
+}
+
 /** A non-2xx answer the caller did not expect; reads (and so consumes) the body for the registry's errors. */
 export async function responseError(
   method: string,
@@ -32,7 +45,7 @@ export async function responseError(
   registry: string,
   repository: string,
   response: Response,
-): Promise<DevpivotError> {
+): Promise<RegistryResponseError> {
   let detail = '';
   try {
     const text = await response.text();
@@ -43,9 +56,10 @@ export async function responseError(
   }
   const code =
     response.status === 403 ? 'REGISTRY_AUTH_FAILED' : response.status === 404 ? 'NOT_FOUND' : 'REGISTRY_ERROR';
-  return new DevpivotError(
+  return new RegistryResponseError(
+    response.status,
     code,
     `${method} ${url} failed: ${response.status} ${response.statusText}${detail ? ` (${detail})` : ''}`,
-    { hint: `check the reference ${registry}/${repository} and your access to it` },
+    `check the reference ${registry}/${repository} and your access to it`,
   );
 }

@@ -4,14 +4,22 @@
  * failures mapped to DevpivotErrors (errors.ts). After go-containerregistry's pkg/v1/remote/transport.
  */
 
+import { join } from 'node:path';
+import { cacheDir } from '../../core/paths.js';
 import { Authenticator } from './authenticator.js';
 import type { Credentials } from './credentials.js';
 import { authFailed, responseError, unreachable } from './errors.js';
+import { backoff, isTransient, REQUEST_ATTEMPTS } from './retry.js';
 import { baseUrlOf } from './scheme.js';
 
 export interface TransportOptions {
   /** Use plain HTTP (and accept any TLS certificate is NOT implied: only HTTP). Default: loopback only. */
   insecure?: boolean;
+  /**
+   * Where blob downloads keep what they got so far, so that a later run resumes them (default: `blobs/partial` in
+   * the cache directory; false: no partial downloads kept).
+   */
+  partialDir?: string | false;
   /** Explicit credentials; otherwise looked up in the auth files (credentials.ts). */
   credentials?: Credentials | null;
   env?: NodeJS.ProcessEnv;
@@ -26,6 +34,8 @@ export interface RequestOptions {
   /** Statuses that are not errors (default: 2xx). */
   ok?: number[];
   redirect?: 'follow' | 'manual';
+  /** Attempts on a transient failure (retry.ts): default REQUEST_ATTEMPTS for GET and HEAD, 1 otherwise. */
+  attempts?: number;
 }
 
 export const pullScope = (repository: string) => `repository:${repository}:pull`;
@@ -34,6 +44,7 @@ export const pushScope = (repository: string) => `repository:${repository}:pull,
 export class RegistryTransport {
   readonly baseUrl: string;
   readonly signal: AbortSignal | undefined;
+  readonly partialDir: string | undefined;
   readonly #auth: Authenticator;
   /** Authorization header per scope set; `basic` when the registry asked for Basic. */
   readonly #tokens = new Map<string, string>();
@@ -44,6 +55,9 @@ export class RegistryTransport {
   ) {
     this.baseUrl = baseUrlOf(registry, options.insecure);
     this.signal = options.signal;
+    const env = options.env ?? process.env;
+    this.partialDir =
+      options.partialDir === false ? undefined : (options.partialDir ?? join(cacheDir(env), 'blobs', 'partial'));
     this.#auth = new Authenticator(registry, options.credentials, options.env ?? process.env, (url, init) =>
       this.#fetch(url, init),
     );
@@ -63,8 +77,23 @@ export class RegistryTransport {
     return new URL(location, this.baseUrl).toString();
   }
 
-  /** One API request with the auth dance; a status outside 2xx and `ok` is an error. */
+  /**
+   * One API request with the auth dance; a status outside 2xx and `ok` is an error. A transient failure (the
+   * registry away, a 5xx, a 429) of an idempotent request is tried again with backoff.
+   */
   async request(method: string, path: string, repository: string, options: RequestOptions): Promise<Response> {
+    const attempts = options.attempts ?? (method === 'GET' || method === 'HEAD' ? REQUEST_ATTEMPTS : 1);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#request(method, path, repository, options);
+      } catch (error) {
+        if (attempt >= attempts || !isTransient(error) || this.signal?.aborted) throw error;
+        await backoff(attempt, this.signal);
+      }
+    }
+  }
+
+  async #request(method: string, path: string, repository: string, options: RequestOptions): Promise<Response> {
     const url = path.startsWith('http') ? path : `${this.baseUrl}${path}`;
     const key = options.scopes.join(' ');
     const send = (authorization: string | undefined) =>

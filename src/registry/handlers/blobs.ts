@@ -71,11 +71,15 @@ export async function handleBlobGet(ctx: RequestContext, name: string, ref: stri
       return;
     }
     const corrupt = ctx.faults.corruptBlobs === true && (await ctx.repositories.isLayer(name, digest));
+    ctx.length = length;
+    ctx.corrupted = corrupt;
     ctx.bytes = await sendBlob(handle, start, length, res, {
       faults: ctx.faults,
       corrupt,
-      onProgress: (sent) => {
+      onSent: (sent) => {
         ctx.bytes = sent;
+      },
+      onProgress: (sent) => {
         ctx.bus?.emit({ kind: 'blob.progress', repository: name, digest, sent, total: length, client: ctx.client });
       },
     });

@@ -15,6 +15,9 @@ export interface RequestContext {
   client: string;
   /** Body bytes sent (for the request log). */
   bytes: number;
+  /** The body length promised for a blob GET, and whether its content was corrupted (fault accounting). */
+  length?: number;
+  corrupted?: boolean;
   blobs: BlobPool;
   repositories: RepositoryIndex;
   uploads: UploadSessions;

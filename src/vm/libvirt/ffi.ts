@@ -8,6 +8,7 @@
  * a disposable type so koffi frees them after converting them to JS strings.
  */
 import koffi, { type LibraryHandle, type TypeObject } from 'koffi';
+import { registerImmediateExit } from '../../core/exit.js';
 
 /** An opaque libvirt handle (virConnectPtr, virDomainPtr, ...). */
 export type Ptr = bigint;
@@ -33,6 +34,9 @@ function declare() {
   } catch (error) {
     throw Object.assign(new Error(`cannot load libvirt.so.0: ${(error as Error).message}`), { code: 'ENOLIBVIRT' });
   }
+  // From now on a worker thread may be held by a libvirt call that never returns: exit without joining it.
+  const exit = koffi.load('libc.so.6').func('void _exit(int status)') as (status: number) => void;
+  registerImmediateExit((code) => exit(code));
   koffi.disposable(HeapStr, 'str', koffi.free);
   koffi.proto('void virErrorFunc(void *userData, void *error)');
   koffi.proto('void virFreeCallback(void *opaque)');

@@ -19,6 +19,7 @@ import type { NodeSpec, VmHost } from '../host.js';
 import { digestCacheFile, imageDigest, inspectQcow2 } from '../qcow2.js';
 import { assertValidSessionId, consoleLogPath, newSessionId, recordSession } from '../sessions.js';
 import { Connection, LifecycleEvent, UndefineFlag } from './connection.js';
+import { InFlight, untilAborted } from './inflight.js';
 import { cleanup } from './inventory.js';
 import { type LifecycleOutput, LifecycleTranslator } from './lifecycle.js';
 import { LibvirtNode, type NodeHost } from './node.js';
@@ -83,6 +84,8 @@ export class LibvirtHost implements VmHost, NodeHost {
   readonly #lifecycle = new LifecycleTranslator();
   #pool: Promise<{ pool: StoragePool; path: string }> | undefined;
   readonly #baseUploads = new Map<string, Promise<{ name: string; path: string }>>();
+  /** Creations and uploads under way: removal and close stop them and wait for them. */
+  readonly #inflight = new InFlight();
   #closed = false;
   #reconnecting = false;
 
@@ -216,26 +219,35 @@ export class LibvirtHost implements VmHost, NodeHost {
     return (await this.#conn.capabilities()).includes("<domain type='kvm'") ? 'kvm' : 'qemu';
   }
 
-  async createNode(spec: NodeSpec, signal?: AbortSignal): Promise<LibvirtNode> {
+  createNode(spec: NodeSpec, signal?: AbortSignal): Promise<LibvirtNode> {
+    const stop = signal ? AbortSignal.any([signal, this.#inflight.signal]) : this.#inflight.signal;
+    return this.#inflight.track(this.#createNode(spec, stop));
+  }
+
+  async #createNode(spec: NodeSpec, signal: AbortSignal): Promise<LibvirtNode> {
     if (this.#closed) throw new DevpivotError('VM_HOST_CLOSED', 'the libvirt connection is closed');
     if (!validName(spec.name)) throw new DevpivotError('VM_BAD_NODE_NAME', `invalid node name '${spec.name}'`);
     const name = domainName(this.sessionId, spec.name);
     if (this.#nodes.has(name))
       throw new DevpivotError('VM_NODE_EXISTS', `node ${spec.name} already exists in session ${this.sessionId}`);
     const check = () => {
-      if (signal?.aborted) throw signal.reason ?? new DevpivotError('ABORTED', 'aborted');
+      if (signal.aborted) throw signal.reason ?? new DevpivotError('ABORTED', 'aborted');
     };
     const image = await inspectQcow2(spec.image);
     const digest = await imageDigest(image, digestCacheFile(this.#stateDir));
     check();
     const conn = this.#conn;
     const { pool, path: poolDir } = await this.#ensurePool();
-    const base = await this.#baseVolume(image, digest, spec.image);
+    check();
+    // The upload is shared by the nodes of one image: this node stops waiting on its own signal; the upload
+    // itself stops with the host's lifetime (removal, close).
+    const base = await untilAborted(this.#baseVolume(image, digest, spec.image), signal);
     check();
     const overlayName = volumeName(this.sessionId, spec.name, 'qcow2');
     const ignitionName = volumeName(this.sessionId, spec.name, 'ign');
     const logName = volumeName(this.sessionId, spec.name, 'console.log');
     await this.#removeLeftovers(name, pool, [overlayName, ignitionName, logName]);
+    check();
     const created: string[] = [];
     try {
       const overlay = await pool.createVolume(
@@ -248,8 +260,10 @@ export class LibvirtHost implements VmHost, NodeHost {
       );
       created.push(overlayName);
       const overlayPath = await overlay.path().finally(() => overlay.free());
-      const ignitionPath = await createDataVolume(conn, pool, ignitionName, Buffer.from(spec.ignition, 'utf8'));
+      check();
+      // Recorded before the call: a volume created while the call was in flight is still rolled back.
       created.push(ignitionName);
+      const ignitionPath = await createDataVolume(conn, pool, ignitionName, Buffer.from(spec.ignition, 'utf8'));
       check();
       const metadata: DevpivotMetadata = {
         session: this.sessionId,
@@ -273,12 +287,15 @@ export class LibvirtHost implements VmHost, NodeHost {
         kernel: spec.kernel,
         network: spec.network,
       });
+      check();
+      // Once defined, the node exists: it is returned (and recorded by the caller) rather than rolled back, and
+      // the domain carries its volumes in its metadata, so every later removal finds them.
       const domain = await conn.defineDomain(xml);
       domain.free();
     } catch (error) {
       for (const volume of created) {
         const v = await pool.lookupVolume(volume).catch(() => undefined);
-        await v?.delete().catch(() => {});
+        await v?.delete().catch((e: Error) => this.warn(`cannot roll back volume ${volume}: ${e.message}`));
         v?.free();
       }
       throw error;
@@ -292,9 +309,17 @@ export class LibvirtHost implements VmHost, NodeHost {
   #baseVolume(image: Awaited<ReturnType<typeof inspectQcow2>>, digest: string, ref: string) {
     let upload = this.#baseUploads.get(digest);
     if (!upload) {
-      upload = this.#ensurePool().then(({ pool }) =>
-        ensureBaseVolume(this.#conn, pool, image, digest, (done, total) =>
-          this.emit({ kind: 'image.progress', ref, phase: 'upload', done, total }),
+      const lifetime = this.#inflight.signal;
+      upload = this.#inflight.track(
+        this.#ensurePool().then(({ pool }) =>
+          ensureBaseVolume(
+            this.#conn,
+            pool,
+            image,
+            digest,
+            (done, total) => this.emit({ kind: 'image.progress', ref, phase: 'upload', done, total }),
+            lifetime,
+          ),
         ),
       );
       this.#baseUploads.set(digest, upload);
@@ -329,6 +354,7 @@ export class LibvirtHost implements VmHost, NodeHost {
 
   /** Everything this session created: domains and volumes (also from earlier processes). Never throws. */
   async destroyAll(): Promise<void> {
+    await this.#inflight.settle(60_000, (message) => this.warn(message));
     for (const node of this.#nodes.values()) node.console.detach();
     try {
       const report = await cleanup(this.#conn, { session: this.sessionId });
@@ -346,6 +372,7 @@ export class LibvirtHost implements VmHost, NodeHost {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.#inflight.settle(60_000, (message) => this.warn(message));
     for (const node of this.#nodes.values()) node.console.detach();
     this.#pool?.then(({ pool }) => pool.free()).catch(() => {});
     await this.#unsubscribe?.().catch(() => {});

@@ -45,10 +45,13 @@ export async function ensurePool(conn: Connection, path?: string): Promise<{ poo
   return { pool, path: actual };
 }
 
-async function* fileRange(path: string, start: number, end: number): AsyncGenerator<Buffer> {
+async function* fileRange(path: string, start: number, end: number, signal?: AbortSignal): AsyncGenerator<Buffer> {
   if (end <= start) return;
-  for await (const chunk of createReadStream(path, { start, end: end - 1, highWaterMark: 256 * 1024 }))
+  for await (const chunk of createReadStream(path, { start, end: end - 1, highWaterMark: 256 * 1024 })) {
+    // Stopping between chunks ends the stream send (Stream.sendAll aborts the transfer on the error).
+    signal?.throwIfAborted();
     yield chunk as Buffer;
+  }
 }
 
 async function uploadRange(
@@ -58,26 +61,46 @@ async function uploadRange(
   start: number,
   end: number,
   onProgress?: (sent: number) => void,
+  signal?: AbortSignal,
 ): Promise<void> {
   const stream = conn.newStream(false);
   try {
     await volume.upload(stream, start, end - start);
-    await stream.sendAll(fileRange(path, start, end), onProgress);
+    await stream.sendAll(fileRange(path, start, end, signal), onProgress);
   } finally {
     stream.free();
   }
 }
 
-async function hasQcow2Magic(conn: Connection, volume: StorageVolume): Promise<boolean> {
-  const stream = conn.newStream(false);
-  try {
-    await volume.download(stream, 0, 4);
-    return (await stream.receiveAll(4)).equals(QCOW2_MAGIC);
-  } catch {
-    return false;
-  } finally {
-    stream.free();
+/** How often a base volume's header is read before giving up: a read error is never taken as "not qcow2". */
+const MAGIC_READ_ATTEMPTS = 3;
+
+/**
+ * Whether a volume starts with the qcow2 magic. Throws when it cannot be read: the caller must not take a
+ * transient error for an interrupted upload and delete a base volume other sessions' overlays are backed by.
+ */
+export async function hasQcow2Magic(conn: Connection, volume: StorageVolume): Promise<boolean> {
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= MAGIC_READ_ATTEMPTS; attempt++) {
+    const stream = conn.newStream(false);
+    try {
+      await volume.download(stream, 0, 4);
+      return (await stream.receiveAll(4)).equals(QCOW2_MAGIC);
+    } catch (error) {
+      lastError = error;
+    } finally {
+      stream.free();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
   }
+  throw new DevpivotError(
+    'IMAGE_UNREADABLE',
+    `cannot read the header of base volume ${volume.name}: ${(lastError as Error).message}`,
+    {
+      hint: 'it was left alone (other sessions may use it); retry, or check the pool with virsh vol-info',
+      cause: lastError,
+    },
+  );
 }
 
 /**
@@ -90,11 +113,13 @@ export async function ensureBaseVolume(
   image: Qcow2Info,
   sha256: string,
   onProgress?: (done: number, total: number) => void,
+  signal?: AbortSignal,
 ): Promise<{ name: string; path: string; uploaded: boolean }> {
   const name = baseVolumeName(sha256);
   const existing = await pool.lookupVolume(name);
   if (existing) {
     try {
+      // Read, and no magic: an upload that was interrupted (the header goes last). A read that fails throws.
       if (await hasQcow2Magic(conn, existing)) return { name, path: await existing.path(), uploaded: false };
       await existing.delete();
     } finally {
@@ -104,8 +129,16 @@ export async function ensureBaseVolume(
   const volume = await pool.createVolume(volumeXml({ name, capacity: image.fileSize, format: 'raw', mode: '0644' }));
   try {
     const header = Math.min(HEADER_BYTES, image.fileSize);
-    await uploadRange(conn, volume, image.path, header, image.fileSize, (sent) => onProgress?.(sent, image.fileSize));
-    await uploadRange(conn, volume, image.path, 0, header);
+    await uploadRange(
+      conn,
+      volume,
+      image.path,
+      header,
+      image.fileSize,
+      (sent) => onProgress?.(sent, image.fileSize),
+      signal,
+    );
+    await uploadRange(conn, volume, image.path, 0, header, undefined, signal);
     onProgress?.(image.fileSize, image.fileSize);
     return { name, path: await volume.path(), uploaded: true };
   } catch (error) {

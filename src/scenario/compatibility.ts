@@ -1,0 +1,39 @@
+/**
+ * Which pivot driver takes which oscontainer format (docs/PROTOCOLS.md "Which driver takes which format"): a
+ * mismatch is refused by the guest's tool after a long boot and pull, so it is a scenario error instead. Only
+ * what is known before anything runs is checked: the format of an oscontainer devpivot builds; a pulled image's
+ * format is only known once it is in the registry.
+ */
+import type { PivotDriver } from '../ignition/fragments.js';
+import type { OscontainerSource } from './types.js';
+
+export type OscontainerFormat = 'legacy' | 'native';
+
+/** The formats each driver's guest tool accepts. */
+export const DRIVER_FORMATS: Readonly<Record<PivotDriver, readonly OscontainerFormat[]>> = {
+  legacy: ['legacy'],
+  'rpm-ostree': ['native'],
+  bootc: ['native'],
+};
+
+/**
+ * The format devpivot gives an oscontainer it builds (today's builder, src/oscontainer/build.ts, writes the legacy
+ * format only; the native builder of #12 adds a choice here); undefined when not known before the run (a pull).
+ */
+export function formatOf(source: OscontainerSource): OscontainerFormat | undefined {
+  switch (source.kind) {
+    case 'build-fixture':
+    case 'build-ostree':
+    case 'build-rootfs':
+      return 'legacy';
+    case 'pull':
+      return undefined;
+  }
+}
+
+/** Why `driver` cannot pivot to `source`, or undefined when it can (or it is not known yet). */
+export function incompatibility(driver: PivotDriver, source: OscontainerSource): string | undefined {
+  const format = formatOf(source);
+  if (format === undefined || DRIVER_FORMATS[driver].includes(format)) return undefined;
+  return `the ${driver} driver takes ${DRIVER_FORMATS[driver].join(' or ')} oscontainers; this one is built in the ${format} format`;
+}
