@@ -27,6 +27,7 @@ const PACKAGES = [
   'mtools',
   'dosfstools',
   'systemd',
+  'systemd-sysv', // the fixture's /sbin/init (copied from the host's package)
   'udev',
   'passwd',
   'openssh-client',

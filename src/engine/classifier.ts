@@ -19,6 +19,8 @@ export interface ClassifierState {
   readonly target: string | undefined;
   /** Bonding "link status up" lines seen in this boot (kola's multi-line check). */
   readonly bondingLines?: number;
+  /** The last error a tool printed in this boot that was not itself a failure (a pull that is retried). */
+  readonly lastError?: string;
 }
 
 export const initialState: ClassifierState = { seen: new Set(), target: undefined };
@@ -93,6 +95,16 @@ const FAILURE_MARKERS: [RegExp, string][] = [
   // `Failed to start <name> - <description>.`).
   [/^Failed to start .+/, 'unit failed to start'],
 ];
+
+/**
+ * An error a tool prints and its caller retries: podman's and skopeo's `Error: <message>` on stderr (through the unit's
+ * console drop-in as written, or with the journal's `name[pid]: ` prefix). Not a failure by itself; a fatal line that
+ * follows (pivot's "timed out waiting for the condition" after its retries) names it as its cause.
+ */
+const RETRIED_ERROR = /(?:^|\]: )Error: (\S.*)$/;
+
+/** Failures whose own line says only that retries ran out: the reason adds the last retried error. */
+const NEEDS_CAUSE: ReadonlySet<string> = new Set(['fatal error']);
 
 /** Failures that only repeat an earlier one of the same boot when it came first (see classifyLine). */
 const CONSEQUENCES: ReadonlySet<string> = new Set(['unit failed to start', 'update tool error']);
@@ -221,8 +233,9 @@ function classifyLine(state: ClassifierState, node: string, raw: string): Classi
       next = ignition.state;
       events.push(...ignition.events);
     }
+    const cause = NEEDS_CAUSE.has(reason) && state.lastError ? ` (last error before it: ${state.lastError})` : '';
     const failure = once(next, `failure:${reason}`, [
-      { kind: 'guest.failure', node, reason: `${reason}: ${line}`, line },
+      { kind: 'guest.failure', node, reason: `${reason}: ${line}${cause}`, line },
     ]);
     return { state: failure.state, events: [...events, ...failure.events] };
   }
@@ -242,6 +255,8 @@ function classifyLine(state: ClassifierState, node: string, raw: string): Classi
     const match = marker.pattern.exec(line);
     if (match) return fromFact(state, node, marker.fact(match, state.target));
   }
+  const retried = RETRIED_ERROR.exec(line);
+  if (retried) return { state: { ...state, lastError: retried[1]! }, events: [] };
   if (REBOOT_MARKER.test(line) && state.seen.has('pivot:staged')) {
     return fromFact(state, node, { kind: 'pivot', phase: 'rebooting', target: state.target ?? '' });
   }

@@ -1,6 +1,6 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { appendSpec2, generateIgnition, mergeSpec3 } from '../ignition/index.js';
+import { generateIgnition } from '../ignition/index.js';
 import { buildFixture } from '../images/fixture.js';
 import { buildAndPush, mirrorOscontainer, RegistryClient } from '../oscontainer/index.js';
 import { startRegistry } from '../registry/index.js';
@@ -68,20 +68,10 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
         extra && !(extra as { ignition?: { version?: unknown } }).ignition?.version
           ? { ...extra, ignition: { ...((extra as { ignition?: object }).ignition ?? {}), version: '3.0.0' } }
           : extra;
-      if (image === undefined) {
-        // A node without a pivot target: the session's ssh key and the user's config (the contract's generator
-        // needs a target).
-        const version = (merged as { ignition?: { version?: string } } | undefined)?.ignition?.version ?? '3.0.0';
-        const base = {
-          ignition: { version },
-          ...(sshKeys?.length ? { passwd: { users: [{ name: 'core', sshAuthorizedKeys: sshKeys }] } } : {}),
-        };
-        if (!merged) return base;
-        return version.startsWith('2.') ? appendSpec2(base, merged) : mergeSpec3(base, merged);
-      }
+      // A node without a pivot target gets everything but the update units: the boot report on every node.
       return generateIgnition({
         driver,
-        image,
+        ...(image ? { image } : {}),
         ...(spec ? { spec } : {}),
         registry,
         ...(kernelArgs ? { kernelArgs } : {}),

@@ -18,6 +18,8 @@ export const STAGED_GRACE_MS = 3 * 60_000;
 
 export class StagedWatchdog {
   readonly #timers = new Map<string, NodeJS.Timeout>();
+  /** Boots seen per node (each start and reboot): only a first boot runs mcd-write-pivot-reboot.service. */
+  readonly #boots = new Map<string, number>();
 
   constructor(
     readonly bus: EventBus,
@@ -36,8 +38,11 @@ export class StagedWatchdog {
         else if (event.phase === 'rebooting') this.#disarm(node);
         return;
       case 'vm.reboot':
-      case 'vm.stopped':
       case 'vm.started':
+        this.#boots.set(node, (this.#boots.get(node) ?? 0) + 1);
+        this.#disarm(node);
+        return;
+      case 'vm.stopped':
       case 'vm.crashed':
         this.#disarm(node);
         return;
@@ -73,11 +78,18 @@ export class StagedWatchdog {
 
   #reason(node: string, target: string): string {
     const what = `the pivot staged ${target || 'a deployment'} but ${node} did not reboot within ${formatDuration(this.graceMs)}`;
-    if (this.drivers.get(node) === 'legacy')
-      return (
-        `${what}: pivot reboots only with --reboot or when /run/pivot/reboot-needed exists ` +
-        '(mcd-write-pivot-reboot.service creates it on the first boot; is it missing or masked?)'
-      );
+    if (this.drivers.get(node) === 'legacy') {
+      const why = `${what}: pivot reboots only with --reboot or when /run/pivot/reboot-needed exists`;
+      const boots = this.#boots.get(node) ?? 1;
+      // A pivot that runs again on a later boot (the pullspec survived a power cut) stages and stays: the unit that
+      // would make it reboot has ConditionFirstBoot=true. On a cluster the machine-config daemon's pod finishes it.
+      if (boots > 1)
+        return (
+          `${why}, which mcd-write-pivot-reboot.service creates on the first boot only (ConditionFirstBoot=true), and ` +
+          `this was boot ${boots} of ${node}: the node stays on its old deployment until something reboots it cleanly`
+        );
+      return `${why} (mcd-write-pivot-reboot.service creates it on the first boot; is it missing or masked?)`;
+    }
     return `${what}: devpivot's update unit runs systemctl reboot after staging; see the node's console`;
   }
 }

@@ -28,8 +28,11 @@ import {
 
 export interface IgnitionOptions {
   driver: PivotDriver;
-  /** Target image; by digest for `legacy` (`HOST:PORT/REPO@sha256:…`), as the guest reaches it. */
-  image: string;
+  /**
+   * Target image; by digest for `legacy` (`HOST:PORT/REPO@sha256:…`), as the guest reaches it. Without one the node
+   * gets no update units, only the rest (trust, report, access, the user's config): a node that does not pivot.
+   */
+  image?: string;
   /** Default: 3.0.0, or the version of `extra` when newer. Validated (IGNITION_SPEC on an unsupported one). */
   spec?: SpecVersion | string;
   registry?: RegistryTrust;
@@ -92,7 +95,9 @@ export function generateIgnition(options: IgnitionOptions): IgnitionConfig {
   const spec = chooseSpec(options.spec === undefined ? undefined : parseSpecVersion(options.spec), options.extra);
   const kernelArgs = normaliseKernelArgs(options.kernelArgs);
   const fragment = combine(
-    driverFragment(options.driver, options.image, kernelArgs),
+    options.image === undefined
+      ? { files: [], units: [], users: [] }
+      : driverFragment(options.driver, options.image, kernelArgs),
     options.registry
       ? trustFragment(options.registry, { legacyRegistriesConf: majorOf(spec) === 2 })
       : { files: [], units: [], users: [] },

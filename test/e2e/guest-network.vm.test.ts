@@ -29,7 +29,7 @@ nodes:
 steps:
   - up
   - expect: { booted: fixture:2, within: 10m }
-  - ssh: { run: "busybox wget -T 5 -O - http://10.0.2.2:${port}/ 2>&1; echo rc=$?", expect: 'rc=[1-9]', within: 3m }
+  - ssh: { run: "busybox nc -w 5 10.0.2.2 ${port} </dev/null 2>&1; echo rc=$?", expect: 'rc=[1-9]', within: 3m }
 `,
   );
   try {

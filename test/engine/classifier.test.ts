@@ -312,6 +312,25 @@ test("openshift/pivot's glog lines: podman pull is the pulling phase, an F line 
   t.deepEqual(brief(events), ['pivot pulling r/os@sha256:ab', 'failure fatal error']);
 });
 
+test('a fatal line after retries names the last retried error as its cause; a new boot forgets it', (t) => {
+  // openshift/pivot e31a72d utils/run.go:40,48 (the W "retrying" line and the F line after the last try) around
+  // podman's `Error: ` stderr line as the fixture's podman stand-in prints it for skopeo 1.9's digest check.
+  const error =
+    'Error: error pulling image "r/os@sha256:ab": unable to pull r/os@sha256:ab: writing blob: happened during read: Digest did not match, expected sha256:11, got sha256:22';
+  const retrying = 'pivot[219]: W1201 20:14:03.111111     219 run.go:40] podman failed: exit status 125; retrying...';
+  const fatal = 'pivot[219]: F1201 20:14:08.743168     219 run.go:48] podman: timed out waiting for the condition';
+  const lines = (...text: string[]) => text.map((line): ClassifierInput => ({ kind: 'vm.console', node: 'n1', line }));
+  const { events, state } = run(lines(error, retrying, fatal));
+  t.deepEqual(brief(events), ['failure fatal error']);
+  const reason = (events[0] as Extract<GuestEvent, { kind: 'guest.failure' }>).reason;
+  t.true(reason.startsWith(`fatal error: ${fatal} (last error before it: error pulling image`), reason);
+  t.regex(reason, /Digest did not match, expected sha256:11, got sha256:22\)$/);
+  // The retried error alone is no failure, and a reboot starts a boot with no cause remembered.
+  t.deepEqual(run(lines(error)).events, []);
+  const rebooted = run([{ kind: 'vm.reboot', node: 'n1', domain: 'd' }, ...lines(fatal)], state);
+  t.is((rebooted.events[0] as Extract<GuestEvent, { kind: 'guest.failure' }>).reason, `fatal error: ${fatal}`);
+});
+
 test('a later pull names its own target (a second request after the first boot’s pivot)', (t) => {
   // openshift/pivot e31a72d utils/run.go:16 "Running: %s %s" for root.go's podman pull, glog header
   const pull = (image: string) =>

@@ -54,3 +54,15 @@ test('dispose stops every pending watch', async (t) => {
   await later();
   t.deepEqual(failures, []);
 });
+
+test('a pivot that stages again on a later boot (after a power cut) is named as such: no first-boot reboot unit', async (t) => {
+  const { bus, dog, failures, staged } = watch({ a: 'legacy' });
+  bus.emit({ kind: 'vm.started', node: 'a', domain: 'x' });
+  bus.emit({ kind: 'vm.stopped', node: 'a', domain: 'x', reason: 'destroyed' });
+  bus.emit({ kind: 'vm.started', node: 'a', domain: 'x' });
+  staged('a');
+  await later();
+  t.is(failures.length, 1);
+  t.regex(failures[0]!, /on the first boot only \(ConditionFirstBoot=true\), and this was boot 2 of a: /);
+  dog.dispose();
+});

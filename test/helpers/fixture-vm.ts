@@ -87,14 +87,15 @@ export class FixtureVm {
     <nvram>${xmlEscape(join(this.dir, 'vars.fd'))}</nvram>
     <boot dev='hd'/></os>`
       : `<os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>`;
-    // With an ssh forward the NIC is QEMU's own (libvirt 9 forwards ports only with passt).
+    // With an ssh forward the NIC is QEMU's own (libvirt 9 forwards ports only with passt), at a fixed slot that
+    // libvirt's own address assignment leaves free.
     const nic = this.options.sshPort ? '' : `<interface type='user'><model type='virtio'/></interface>`;
     const nicArgs = this.options.sshPort
       ? `
     <qemu:arg value='-netdev'/>
     <qemu:arg value='user,id=fixturenet,hostfwd=tcp:127.0.0.1:${this.options.sshPort}-:22'/>
     <qemu:arg value='-device'/>
-    <qemu:arg value='virtio-net-pci,netdev=fixturenet'/>`
+    <qemu:arg value='virtio-net-pci,netdev=fixturenet,bus=${uefi ? 'pcie.0' : 'pci.0'},addr=0x10'/>`
       : '';
     const xml = `<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
   <name>${this.name}</name>
@@ -112,6 +113,7 @@ export class FixtureVm {
       <target dev='vda' bus='virtio'/>
     </disk>
     ${nic}
+    <rng model='virtio'><backend model='random'>/dev/urandom</backend></rng>
     <serial type='file'><source path='${xmlEscape(this.consoleLog)}'/><target port='0'/></serial>
   </devices>
   <qemu:commandline>

@@ -322,3 +322,14 @@ test('validateSpec2 reports what breaks the 2.2 rules', (t) => {
   ]);
   t.deepEqual(validateSpec2({ ignition: { version: '3.0.0' } }), ['ignition.version: must be "2.2.0"']);
 });
+
+test('a node without a target: the boot report, trust and access, no update units; valid', async (t) => {
+  const { image: _image, ...rest } = full('legacy', '3.3.0');
+  const config = generateIgnition(rest);
+  t.is(fileText(config, '/etc/pivot/image-pullspec'), undefined);
+  t.false(units(config).some((u) => u.name === 'pivot.service' || u.name === 'mcd-write-pivot-reboot.service'));
+  t.truthy(fileText(config, '/etc/devpivot/report.sh'));
+  t.true(units(config).some((u) => u.name === 'devpivot-report.service' && u.enabled === true));
+  const result = await runIgnitionValidate(config);
+  t.true(result.checked && result.ok, result.output);
+});

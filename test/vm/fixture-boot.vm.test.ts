@@ -57,10 +57,13 @@ test('the fixture disk boots from an overlay, runs Ignition from fw_cfg and repo
     t.regex(ignition.line, /Reached target ignition-complete\.target/);
     const booted = await bus.once(
       'vm.console',
-      (e) => e.line.startsWith('devpivot-report: {"event":"booted"'),
+      // anywhere in the line: the serial getty's prompt may come first ("fixture login: devpivot-report: …")
+      (e) => e.line.includes('devpivot-report: {"event":"booted"'),
       AbortSignal.timeout(240_000),
     );
-    const report = JSON.parse(booted.line.slice('devpivot-report: '.length)) as { version: string; commit: string };
+    const report = JSON.parse(
+      booted.line.slice(booted.line.indexOf('devpivot-report: ') + 'devpivot-report: '.length),
+    ) as { version: string; commit: string };
     t.is(report.commit, fixture.versions[0]!.commit);
     t.log(`create incl. base upload: ${created} ms (${upload.length} progress events)`);
     t.log(`create -> first console line: ${first.at - t0} ms; -> Ignition done: ${ignition.at - t0} ms`);
