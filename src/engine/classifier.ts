@@ -89,7 +89,9 @@ const FAILURE_MARKERS: [RegExp, string][] = [
   // Through a unit's console drop-in the line is as written; the MCD's journal follower prefixes `pivot.service: `.
   [/\bF\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [\w.-]+:\d+\] /, 'fatal error'],
   // rpm-ostree's and bootc's client: `error: <message>` on stderr and a non-zero exit (rpmostree-clientlib.cxx); on
-  // the console as the unit's journal line, `rpm-ostree[PID]: error: …`.
+  // the console as the unit's journal line, `rpm-ostree[PID]: error: …`. A bare `error: ` line counts only once an
+  // update tool is at work in this boot (see TOOL_AT_WORK): GRUB prints the same prefix ("error: no suitable video
+  // mode found." under OVMF without a video mode), before any tool runs.
   [/^(?:[\w.@-]+\[\d+\]: )?error: \S/, 'update tool error'],
   // systemd: a unit whose start failed (`[FAILED] Failed to start <unit>.`; with the "combined" status format,
   // `Failed to start <name> - <description>.`).
@@ -105,6 +107,9 @@ const RETRIED_ERROR = /(?:^|\]: )Error: (\S.*)$/;
 
 /** Failures whose own line says only that retries ran out: the reason adds the last retried error. */
 const NEEDS_CAUSE: ReadonlySet<string> = new Set(['fatal error']);
+
+/** A bare `error: ` line is an update tool's only after one of these facts of the boot (its pull or staging). */
+const TOOL_AT_WORK = (seen: ReadonlySet<string>) => [...seen].some((fact) => fact.startsWith('pivot:'));
 
 /** Failures that only repeat an earlier one of the same boot when it came first (see classifyLine). */
 const CONSEQUENCES: ReadonlySet<string> = new Set(['unit failed to start', 'update tool error']);
@@ -223,6 +228,7 @@ function classifyLine(state: ClassifierState, node: string, raw: string): Classi
   if (at >= 0) return classifyReport(state, node, line.slice(at + REPORT_PREFIX.length), line);
   for (const [pattern, reason] of FAILURE_MARKERS) {
     if (!pattern.test(line)) continue;
+    if (reason === 'update tool error' && line.startsWith('error: ') && !TOOL_AT_WORK(state.seen)) break;
     // A unit that fails, or a tool that exits with an error, after a failure this boot already reported is its
     // consequence (pivot's fatal line, then "Failed to start pivot.service"): one cause, one failure.
     if (CONSEQUENCES.has(reason) && [...state.seen].some((fact) => fact.startsWith('failure:'))) break;

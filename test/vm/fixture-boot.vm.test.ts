@@ -37,7 +37,14 @@ test('the fixture disk boots from an overlay, runs Ignition from fw_cfg and repo
       // devpivot's boot report unit (the fixture prints no report of its own, as RHCOS) and one file
       ignition: serializeIgnition(
         render(
-          { ...reportFragment(), files: [{ path: '/etc/devpivot-test', contents: 'vm-layer', mode: 0o644 }] },
+          // the report's own files (its script) and one more
+          (() => {
+            const report = reportFragment();
+            return {
+              ...report,
+              files: [...report.files, { path: '/etc/devpivot-test', contents: 'vm-layer', mode: 0o644 }],
+            };
+          })(),
           '3.3.0',
         ),
       ),
