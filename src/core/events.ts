@@ -49,7 +49,8 @@ export type DevpivotEvent =
   | { kind: 'guest.pivot'; node: string; phase: PivotPhase; target: string }
   /** The guest refused a pivot because it already runs the target ("Already at target pivot; exiting..."). */
   | { kind: 'guest.pivot.skipped'; node: string; target: string; reason: string }
-  | { kind: 'guest.booted'; node: string; bootId: string; version: string; commit: string }
+  /** `image`: what booted by digest (`host/repo@sha256:…`) when the guest knows it (the report line's `image`). */
+  | { kind: 'guest.booted'; node: string; bootId: string; version: string; commit: string; image?: string }
   | { kind: 'guest.failure'; node: string; reason: string; line: string }
   // scenario runs
   | { kind: 'run.start'; scenario: string; nodes: string[] }

@@ -283,7 +283,14 @@ function classifyReport(state: ClassifierState, node: string, json: string, line
   switch (report.event) {
     case 'booted':
       return once(state, 'booted', [
-        { kind: 'guest.booted', node, bootId: str('bootId'), version: str('version'), commit: str('commit') },
+        {
+          kind: 'guest.booted',
+          node,
+          bootId: str('bootId'),
+          version: str('version'),
+          commit: str('commit'),
+          ...(str('image') ? { image: str('image') } : {}),
+        },
       ]);
     case 'ignition':
       return fromFact(state, node, { kind: 'ignition', ok: report.ok === true });

@@ -38,10 +38,17 @@ export interface PushedImage {
   commit: string;
   /** Its version label. */
   version: string;
+  /**
+   * `native` for an ostree-native (bootable) image, whose booted commit is the guest's merge commit and not
+   * `commit`: nodes are matched to it by `digest` (docs/PROTOCOLS.md, rpm-ostree "On-disk effects and identity").
+   */
+  format?: 'legacy' | 'native';
 }
 
 export interface BuildOscontainerOptions {
   source: CommitOrRootfs;
+  /** docs/PROTOCOLS.md "Oscontainer formats"; legacy when omitted. */
+  format?: 'legacy' | 'native';
   /** Registry base URL on this host, e.g. http://127.0.0.1:5000 */
   registry: string;
   /** Repository name within the registry, e.g. devpivot/fixture-2 */

@@ -162,11 +162,19 @@ async function oscontainer(
         case 'build-fixture': {
           const fixture = await loadFixture(context, world);
           const commit = fixtureVersion(fixture, source.version).commit;
-          return deps.buildOscontainer({ source: { repo: fixture.repo, commit }, registry, repository, bus, signal });
+          return deps.buildOscontainer({
+            source: { repo: fixture.repo, commit },
+            ...format(source),
+            registry,
+            repository,
+            bus,
+            signal,
+          });
         }
         case 'build-ostree':
           return deps.buildOscontainer({
             source: { repo: source.repo, commit: source.commit },
+            ...format(source),
             registry,
             repository,
             bus,
@@ -175,6 +183,7 @@ async function oscontainer(
         case 'build-rootfs':
           return deps.buildOscontainer({
             source: { rootfs: source.rootfs, ...(source.version ? { version: source.version } : {}) },
+            ...format(source),
             registry,
             repository,
             bus,
@@ -186,6 +195,8 @@ async function oscontainer(
     },
   );
 }
+
+const format = (source: { format?: 'legacy' | 'native' }) => (source.format ? { format: source.format } : {});
 
 /** Repository for an oscontainer in our registry: `fixture:2` -> devpivot/fixture-2. */
 export function repositoryName(name: string): string {

@@ -21,9 +21,11 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       return startRegistry({ host, port, storage, bus });
     },
 
-    async buildOscontainer({ source, registry, repository, bus, signal }) {
+    async buildOscontainer({ source, format = 'legacy', registry, repository, bus, signal }) {
       const address = new URL(registry).host;
-      const key = 'repo' in source ? `${source.repo}#${source.commit}` : undefined;
+      // The legacy key keeps its old shape so caches written before formats existed stay valid.
+      const key =
+        'repo' in source ? `${source.repo}#${source.commit}${format === 'legacy' ? '' : `#${format}`}` : undefined;
       // Builds are deterministic: the same commit gives the same digest. Skip the build when the registry still
       // holds the manifest we recorded for it.
       if (key) {
@@ -36,18 +38,19 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       const pushed = await buildAndPush({
         ...('repo' in source ? { repo: source.repo, commit: source.commit } : { fromDir: source.rootfs }),
         ...('rootfs' in source && source.version ? { version: source.version } : {}),
+        format,
         target: `${address}/${repository}:latest`,
         bus,
         signal,
       });
-      const result: PushedImage = { digest: pushed.digest, commit: pushed.commit, version: pushed.version };
+      const result: PushedImage = { digest: pushed.digest, commit: pushed.commit, version: pushed.version, format };
       if (key) await writeCache(buildCache, `${address}/${repository}|${key}`, result);
       return result;
     },
 
     async pullOscontainer({ ref, registry, repository, bus, signal }) {
       // copyImage (inside) emits image.pulled; the labels are read back from our registry.
-      const { digest, commit, version } = await mirrorOscontainer(
+      const { digest, commit, version, format } = await mirrorOscontainer(
         ref,
         `${new URL(registry).host}/${repository}:latest`,
         {
@@ -56,7 +59,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
           env,
         },
       );
-      return { digest, commit, version };
+      return { digest, commit, version, format };
     },
 
     generateIgnition({ driver, image, spec, registry, kernelArgs, sshKeys, extra }) {

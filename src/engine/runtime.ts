@@ -118,7 +118,12 @@ export class EngineRuntime implements StepRuntime {
     return this.world.images.get(name)?.commit ?? this.world.imageCommits.get(name);
   }
 
-  boots(node: string): readonly { version: string; commit: string }[] {
+  digestOf(name: string): string | undefined {
+    const image = this.world.images.get(name);
+    return image?.format === 'native' ? image.digest : undefined;
+  }
+
+  boots(node: string): readonly { version: string; commit: string; image?: string }[] {
     return this.watches.get(node).boots();
   }
 

@@ -2,9 +2,10 @@
  * The boot report of docs/PROTOCOLS.md ("What the console shows"), installed on every node: one line per boot,
  * `devpivot-report: {"event":"booted","bootId":…,"version":…,"commit":…,"image":…}`, from the first tool the guest
  * has of `bootc status --json` (bootc images, FCOS ≥ 41), `rpm-ostree status --json` (RHCOS, FCOS) and `ostree admin
- * status` (plain ostree: version and commit only). `image` is the booted image by digest where the guest knows it:
- * bootc's `status.booted.image`, rpm-ostree's `container-image-reference-digest`, or the `pivot://` custom origin
- * openshift/pivot and the machine-config daemon (4.1–4.11) record; "" otherwise.
+ * status` (plain ostree: version and commit only). bootc is read only when it knows the booted image: a deployment
+ * pivot made (a `pivot://` origin) has no bootc image, and rpm-ostree still names it. `image` is the booted image by
+ * digest where the guest knows it: bootc's `status.booted.image`, rpm-ostree's `container-image-reference-digest`,
+ * or the `pivot://` custom origin openshift/pivot and the machine-config daemon (4.1–4.11) record; "" otherwise.
  *
  * POSIX sh and awk only (RHCOS and FCOS have no jq guarantee, bootc images may lack python): a small awk reads the
  * JSON into `path<TAB>value` lines (`deployments.0.checksum`, `status.booted.image.imageDigest`).
@@ -82,7 +83,7 @@ boot_id=$(cat /proc/sys/kernel/random/boot_id)
 version='' commit='' image=''
 if command -v bootc >/dev/null 2>&1 &&
   flat=$( (bootc status --format=json 2>/dev/null || bootc status --json 2>/dev/null) | flatten) &&
-  [ -n "$(get status.booted.ostree.checksum)" ]; then
+  [ -n "$(get status.booted.image.imageDigest)" ]; then
   commit=$(get status.booted.ostree.checksum)
   version=$(get status.booted.image.version)
   digest=$(get status.booted.image.imageDigest)

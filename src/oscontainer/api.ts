@@ -6,7 +6,7 @@ import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
 import type { ImageManifest } from '../oci/manifest.js';
 import { parseReference } from '../oci/reference.js';
-import { type BuildOptions, buildOscontainer } from './build.js';
+import { type BuildOptions, buildOscontainer, type OscontainerFormat } from './build.js';
 import { copyImage } from './copy.js';
 import { OSTREE_COMMIT_LABEL } from './image.js';
 import { pushOscontainer } from './push.js';
@@ -21,6 +21,8 @@ export interface PublishedImage {
   commit: string;
   /** Label version. */
   version: string;
+  /** `native` when the image has ostree-ext's bootable label key (what rpm-ostree and bootc require). */
+  format: OscontainerFormat;
 }
 
 export interface BuildAndPushOptions extends Omit<BuildOptions, 'ref' | 'bus' | 'signal'> {
@@ -38,7 +40,13 @@ export async function buildAndPush(options: BuildAndPushOptions): Promise<Publis
   const image = await buildOscontainer({ ...options, ref: target });
   try {
     const pushed = await pushOscontainer(image, target, { bus: options.bus, signal: options.signal });
-    return { digest: pushed.digest, pinned: pushed.pinned, commit: image.commit, version: image.version };
+    return {
+      digest: pushed.digest,
+      pinned: pushed.pinned,
+      commit: image.commit,
+      version: image.version,
+      format: image.format,
+    };
   } finally {
     await image.dispose();
   }
@@ -81,5 +89,7 @@ export async function mirrorOscontainer(
     pinned: `${dest.registry}/${dest.repository}@${copied.digest}`,
     commit,
     version: labels.version ?? labels['org.opencontainers.image.version'] ?? '',
+    // ostree-ext's importer tests the label keys only (store.rs, bootc-dev/bootc 534c76ea).
+    format: 'ostree.bootable' in labels || 'containers.bootc' in labels ? 'native' : 'legacy',
   };
 }

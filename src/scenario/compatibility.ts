@@ -5,9 +5,9 @@
  * format is only known once it is in the registry.
  */
 import type { PivotDriver } from '../ignition/fragments.js';
-import type { OscontainerSource } from './types.js';
+import type { OscontainerFormat, OscontainerSource } from './types.js';
 
-export type OscontainerFormat = 'legacy' | 'native';
+export type { OscontainerFormat } from './types.js';
 
 /** The formats each driver's guest tool accepts. */
 export const DRIVER_FORMATS: Readonly<Record<PivotDriver, readonly OscontainerFormat[]>> = {
@@ -17,15 +17,15 @@ export const DRIVER_FORMATS: Readonly<Record<PivotDriver, readonly OscontainerFo
 };
 
 /**
- * The format devpivot gives an oscontainer it builds (today's builder, src/oscontainer/build.ts, writes the legacy
- * format only; the native builder of #12 adds a choice here); undefined when not known before the run (a pull).
+ * The format devpivot gives an oscontainer it builds (`format:` in the scenario, legacy by default, as
+ * `devpivot build`); undefined when not known before the run (a pull).
  */
 export function formatOf(source: OscontainerSource): OscontainerFormat | undefined {
   switch (source.kind) {
     case 'build-fixture':
     case 'build-ostree':
     case 'build-rootfs':
-      return 'legacy';
+      return source.format ?? 'legacy';
     case 'pull':
       return undefined;
   }

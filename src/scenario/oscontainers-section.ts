@@ -6,7 +6,9 @@ import { parseReference } from '../oci/reference.js';
 import { Issue } from './error.js';
 import { describeKind } from './images-section.js';
 import type { DocumentReader } from './reader.js';
-import type { OscontainerSource } from './types.js';
+import type { OscontainerFormat, OscontainerSource } from './types.js';
+
+const FORMATS: readonly OscontainerFormat[] = ['legacy', 'native'];
 
 export function readOscontainers(r: DocumentReader, node: Node | null, out: Map<string, OscontainerSource>): void {
   const map = r.map(node, 'oscontainers');
@@ -53,10 +55,17 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
   if (isScalar(node)) {
     const text = r.string(node, what);
     const fixture = /^fixture:(\S+)$/.exec(text);
-    if (!fixture) r.fail(node, `${what} must be fixture:N or { repo, commit } or { rootfs }; got '${text}'`);
+    if (!fixture)
+      r.fail(
+        node,
+        `${what} must be fixture:N or { repo, commit } or { rootfs } (each with an optional format); got '${text}'`,
+      );
     return { kind: 'build-fixture', version: r.fixtureVersion(node, fixture[1]!) };
   }
-  const f = r.fields(node, what, ['fixture', 'repo', 'commit', 'rootfs', 'version']);
+  const f = r.fields(node, what, ['fixture', 'repo', 'commit', 'rootfs', 'version', 'format']);
+  // Not guarded: with an unknown format the oscontainer is broken, so no driver check runs against a guess.
+  const format = f.has('format') ? r.oneOf(f.get('format')!.value, `${what}.format`, FORMATS) : undefined;
+  const formatted = <T extends OscontainerSource>(source: T): T => (format ? { ...source, format } : source);
   const forms = ['fixture', 'repo', 'rootfs'].filter((key) => f.has(key));
   if (forms.length > 1) r.fail(node, `${what} has ${forms.join(' and ')}: it needs exactly one of them`);
   if (f.has('version') && !f.has('rootfs'))
@@ -64,12 +73,13 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
   if (f.has('commit') && !f.has('repo')) r.fail(f.get('commit')!.key, `${what}: 'commit' applies to 'repo' only`);
   if (f.has('fixture')) {
     const value = f.get('fixture')!.value;
-    return { kind: 'build-fixture', version: r.fixtureVersion(value, r.string(value, what).replace(/^fixture:/, '')) };
+    const version = r.fixtureVersion(value, r.string(value, what).replace(/^fixture:/, ''));
+    return formatted({ kind: 'build-fixture', version });
   }
   if (f.has('rootfs')) {
     const version = f.has('version') ? r.guard(() => r.string(f.get('version')!.value, `${what}.version`)) : undefined;
     const rootfs = existing(r, f.get('rootfs')!.value, `${what}.rootfs`, 'directory');
-    return { kind: 'build-rootfs', rootfs, ...(version ? { version } : {}) };
+    return formatted({ kind: 'build-rootfs', rootfs, ...(version ? { version } : {}) });
   }
   if (f.has('repo')) {
     if (!f.has('commit')) r.fail(node, `${what} needs 'commit' with 'repo'`);
@@ -83,7 +93,7 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
     const commitValue = f.get('commit')!.value;
     const commit = r.string(commitValue, `${what}.commit`);
     if (!/^[0-9a-f]{64}$/.test(commit)) r.fail(commitValue, `${what}.commit must be a 64-hex ostree checksum`);
-    if (repo === undefined) return { kind: 'build-ostree', repo: '', commit };
+    if (repo === undefined) return formatted({ kind: 'build-ostree', repo: '', commit });
     // Every ostree repo mode stores a commit as objects/<2 hex>/<62 hex>.commit.
     if (r.env.pathKind(join(repo, 'objects', commit.slice(0, 2), `${commit.slice(2)}.commit`)) !== 'file')
       r.fail(
@@ -91,7 +101,7 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
         `${what}.commit ${commit.slice(0, 12)}… is not in ${repo}`,
         `list them: ostree --repo=${repo} log REF`,
       );
-    return { kind: 'build-ostree', repo, commit };
+    return formatted({ kind: 'build-ostree', repo, commit });
   }
   r.fail(node, `${what} needs 'fixture', 'repo' + 'commit', or 'rootfs'`);
 }

@@ -8,10 +8,14 @@ export type ImageSource =
   | { kind: 'path'; path: string; sha256?: string }
   | { kind: 'url'; url: string; sha256: string };
 
+/** `legacy`: the `/srv/repo` oscontainer (pivot, MCO ≤ 4.13); `native`: ostree-ext's bootable format. */
+export type OscontainerFormat = 'legacy' | 'native';
+
+/** A built oscontainer's `format` is `legacy` when the scenario does not say. */
 export type OscontainerSource =
-  | { kind: 'build-fixture'; version: string }
-  | { kind: 'build-ostree'; repo: string; commit: string }
-  | { kind: 'build-rootfs'; rootfs: string; version?: string }
+  | { kind: 'build-fixture'; version: string; format?: OscontainerFormat }
+  | { kind: 'build-ostree'; repo: string; commit: string; format?: OscontainerFormat }
+  | { kind: 'build-rootfs'; rootfs: string; version?: string; format?: OscontainerFormat }
   | { kind: 'pull'; ref: string };
 
 export type RegistrySpec = { kind: 'embedded' } | { kind: 'external'; url: string };

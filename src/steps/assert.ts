@@ -1,4 +1,6 @@
 /** `- assert: { node, booted, reboots, failed }`: check what a node reported so far, at once (no waiting). */
+
+import { describeIdentity, identityOf, isBootOf } from './boot-identity.js';
 import type { StepBase, StepDefinition } from './definition.js';
 import type { StepReader, StepSource } from './reader.js';
 import { StepFailure } from './runtime.js';
@@ -48,13 +50,13 @@ export const assert: StepDefinition<AssertStep> = {
     const failures = runtime.failures(step.node);
     const problems: string[] = [];
     if (step.booted !== undefined) {
-      const want = runtime.commitOf(step.booted);
+      const want = identityOf(runtime, step.booted);
       const last = boots.at(-1);
       if (!last) problems.push(`${step.node} has not reported a boot`);
       else if (want === undefined) problems.push(`the commit of '${step.booted}' is unknown (no node of it booted)`);
-      else if (last.commit !== want)
+      else if (!isBootOf(want, last))
         problems.push(
-          `${step.node} booted version ${last.version} (${last.commit.slice(0, 12)}), expected ${step.booted} (${want.slice(0, 12)})`,
+          `${step.node} booted version ${last.version} (${'digest' in want ? last.image || 'no image digest' : last.commit.slice(0, 12)}), expected ${step.booted} (${describeIdentity(want)})`,
         );
     }
     const reboots = Math.max(0, boots.length - 1);

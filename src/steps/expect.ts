@@ -2,6 +2,8 @@
  * `- expect: { node, event | booted | console, match, within }`: wait until the node's log shows the event (from
  * where the last wait on that node stopped), or fail at the deadline.
  */
+
+import { identityOf, isBootOf } from './boot-identity.js';
 import { DEFAULT_WITHIN_MS, type StepBase, type StepDefinition } from './definition.js';
 import type { StepReader, StepSource } from './reader.js';
 import type { NodeLogEvent } from './runtime.js';
@@ -82,7 +84,6 @@ export const expect: StepDefinition<ExpectStep> = {
   nodesOf: (step) => [step.node],
   async run(step, runtime) {
     const booted = step.booted;
-    const commit = booted === undefined ? undefined : runtime.commitOf(booted);
     const pattern = step.match === undefined ? undefined : new RegExp(step.match);
     const matches = (event: NodeLogEvent): boolean => {
       switch (step.event) {
@@ -101,10 +102,12 @@ export const expect: StepDefinition<ExpectStep> = {
           return event.kind === 'vm.stopped';
         case 'booted':
           // An image's commit may only be known once a node of it booted: look it up per event.
-          return (
-            event.kind === 'guest.booted' &&
-            (booted === undefined || event.commit === (commit ?? runtime.commitOf(booted)))
-          );
+          if (event.kind !== 'guest.booted') return false;
+          if (booted === undefined) return true;
+          {
+            const identity = identityOf(runtime, booted);
+            return identity !== undefined && isBootOf(identity, event);
+          }
         case 'failure':
           return event.kind === 'guest.failure' && (!pattern || pattern.test(event.reason));
         case 'console':

@@ -69,8 +69,13 @@ export interface StepRuntime {
   registry(): RegistryControl | undefined;
   /** The ostree commit an oscontainer carries or an image boots; undefined until known (an image's first boot). */
   commitOf(name: string): string | undefined;
+  /**
+   * The manifest digest an ostree-native oscontainer is identified by once booted (the guest's import writes a
+   * merge commit, so its booted commit is not the image's); undefined for legacy oscontainers and images.
+   */
+  digestOf(name: string): string | undefined;
   /** Every boot a node reported (`guest.booted`), oldest first. */
-  boots(node: string): readonly { version: string; commit: string }[];
+  boots(node: string): readonly { version: string; commit: string; image?: string }[];
   /** Every failure a node reported (`guest.failure`), expected or not, oldest first. */
   failures(node: string): readonly { reason: string }[];
   /**

@@ -359,3 +359,14 @@ test('a later pull names its own target (a second request after the first bootâ€
   );
   t.deepEqual(brief(second.events), ['pivot pulling r/os-3@sha256:33', 'pivot staged r/os-3@sha256:33']);
 });
+
+test('a boot report carries the image by digest when the guest names one, and none when it is empty', (t) => {
+  const image = `10.0.2.2:5000/devpivot/v2@sha256:${'d'.repeat(64)}`;
+  const line = (value: string) =>
+    `devpivot-report: {"event":"booted","bootId":"b","version":"2","commit":"${'e'.repeat(64)}","image":"${value}"}`;
+  const named = run([{ kind: 'vm.console', node: 'n1', line: line(image) }]).events;
+  t.like(named[0], { kind: 'guest.booted', commit: 'e'.repeat(64), image });
+  const unnamed = run([{ kind: 'vm.console', node: 'n1', line: line('') }]).events;
+  t.is(unnamed.length, 1);
+  t.false('image' in unnamed[0]!);
+});

@@ -172,13 +172,32 @@ test('engine helpers: buildAndPush and mirrorOscontainer return digest, commit a
   t.is(built.commit, source.v1);
   t.is(built.version, '1.0');
   t.is(built.pinned, `${embedded.address}/engine/os@${built.digest}`);
+  t.is(built.format, 'legacy');
   const mirrored = await mirrorOscontainer(`${plain.hostPort}/os/test:v2`, `${embedded.address}/engine/mirror:v2`);
   t.deepEqual(mirrored, {
     digest: image.digest,
     pinned: `${embedded.address}/engine/mirror@${image.digest}`,
     commit: source.v2,
     version: '2.0',
+    format: 'legacy',
   });
+});
+
+test('engine helpers: a native build and its mirror say native (the bootable label key)', async (t) => {
+  const built = await buildAndPush({
+    repo: source.repo,
+    commit: source.v1,
+    format: 'native',
+    target: `http://${embedded.address}/engine/native:v1`,
+  });
+  t.is(built.format, 'native');
+  t.is(built.commit, source.v1);
+  const mirrored = await mirrorOscontainer(
+    `${embedded.address}/engine/native@${built.digest}`,
+    `${embedded.address}/engine/native-mirror:v1`,
+    { insecure: true },
+  );
+  t.like(mirrored, { digest: built.digest, commit: source.v1, format: 'native' });
 });
 
 test('a copy within one registry mounts blobs instead of downloading them', async (t) => {

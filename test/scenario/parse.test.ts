@@ -390,3 +390,28 @@ steps:
   );
   t.like(scenario.steps[3], { kind: 'ssh', node: 'n', run: 'cat /etc/os-release', withinMs: 120_000 });
 });
+
+test('format: native builds for the rpm-ostree and bootc drivers; no format is legacy', (t) => {
+  const text = `
+oscontainers:
+  v2: { build: { fixture: 2, format: native } }
+  v3: { build: { fixture: 3, format: legacy } }
+  plain: { build: fixture:3 }
+nodes:
+  a: { driver: rpm-ostree, pivot: v2 }
+  b: { driver: bootc, pivot: v2 }
+  c: { driver: legacy, pivot: v3 }
+`;
+  const scenario = parseScenario(text, '/work/s/native.yaml', fakeEnvironment({}));
+  t.deepEqual(scenario.oscontainers.get('v2'), { kind: 'build-fixture', version: '2', format: 'native' });
+  t.deepEqual(scenario.oscontainers.get('v3'), { kind: 'build-fixture', version: '3', format: 'legacy' });
+  t.deepEqual(scenario.oscontainers.get('plain'), { kind: 'build-fixture', version: '3' });
+  t.deepEqual(
+    scenario.nodes.map((node) => [node.driver, node.pivot]),
+    [
+      ['rpm-ostree', 'v2'],
+      ['bootc', 'v2'],
+      ['legacy', 'v3'],
+    ],
+  );
+});

@@ -19,7 +19,7 @@ import {
 import { pivot, pivotStep } from '../../src/steps/pivot.js';
 import { powerOff, powerOffStep } from '../../src/steps/power-off.js';
 import { reboot } from '../../src/steps/reboot.js';
-import type { SshResult } from '../../src/steps/runtime.js';
+import type { NodeLogEvent, SshResult } from '../../src/steps/runtime.js';
 import { ssh, sshStep } from '../../src/steps/ssh.js';
 import { up, upStep } from '../../src/steps/up.js';
 import { wait } from '../../src/steps/wait.js';
@@ -81,7 +81,12 @@ test('labels come from the step constructors', (t) => {
 
 /** A runtime that records the calls steps make; `boots`/`failures`/`commits` are what nodes "reported". */
 function recordingRuntime(
-  world: { registry?: RegistryFaults; commits?: Record<string, string>; ssh?: SshResult[] } = {},
+  world: {
+    registry?: RegistryFaults;
+    commits?: Record<string, string>;
+    digests?: Record<string, string>;
+    ssh?: SshResult[];
+  } = {},
 ) {
   const calls: string[] = [];
   const runtime: StepRuntime = {
@@ -114,9 +119,10 @@ function recordingRuntime(
       };
     },
     commitOf: (name) => world.commits?.[name],
+    digestOf: (name) => world.digests?.[name],
     boots: () => [
-      { version: '1', commit: 'a'.repeat(64) },
-      { version: '2', commit: 'b'.repeat(64) },
+      { version: '1', commit: 'a'.repeat(64), image: `fixture.invalid/os@sha256:${'a'.repeat(64)}` },
+      { version: '2', commit: 'b'.repeat(64), image: `10.0.2.2:5000/devpivot/v2@sha256:${'d'.repeat(64)}` },
     ],
     failures: () => [],
     async ssh(node, command, options) {
@@ -155,6 +161,46 @@ test('assert reports every problem at once', async (t) => {
     error?.message,
     `n booted version 2 (${'b'.repeat(12)}), expected new (${'c'.repeat(12)}); n rebooted 1 time(s), expected 0; n reported no failure`,
   );
+});
+
+test('assert booted: a native oscontainer is matched by its manifest digest, not by the merge commit', async (t) => {
+  // The node booted a merge commit (b…) over the image's commit (c…): the digest identifies it.
+  const native = recordingRuntime({ commits: { v2: 'c'.repeat(64) }, digests: { v2: `sha256:${'d'.repeat(64)}` } });
+  await t.notThrowsAsync(runStep(assertStep({ node: 'n', booted: 'v2', pos }), native.runtime));
+  const other = recordingRuntime({ commits: { v2: 'b'.repeat(64) }, digests: { v2: `sha256:${'e'.repeat(64)}` } });
+  const error = await t.throwsAsync(runStep(assertStep({ node: 'n', booted: 'v2', pos }), other.runtime));
+  t.is(
+    error?.message,
+    `n booted version 2 (10.0.2.2:5000/devpivot/v2@sha256:${'d'.repeat(64)}), expected v2 (sha256:${'e'.repeat(12)})`,
+  );
+  // Legacy: the commit, as before (the same commit b… matches when no digest is the identity).
+  const legacy = recordingRuntime({ commits: { v2: 'b'.repeat(64) } });
+  await t.notThrowsAsync(runStep(assertStep({ node: 'n', booted: 'v2', pos }), legacy.runtime));
+});
+
+test('expect booted: a native target matches the boot whose image has its digest', async (t) => {
+  const { runtime } = recordingRuntime({
+    commits: { v2: 'c'.repeat(64) },
+    digests: { v2: `sha256:${'d'.repeat(64)}` },
+  });
+  let match: ((event: NodeLogEvent) => boolean) | undefined;
+  runtime.waitFor = async (node, m) => {
+    match = m;
+    return { kind: 'vm.started', node, domain: 'd', at: 0 };
+  };
+  await runStep(expectStep({ node: 'n', event: 'booted', booted: 'v2', withinMs: 5, pos }), runtime);
+  const boot = (commit: string, image?: string): NodeLogEvent => ({
+    kind: 'guest.booted',
+    node: 'n',
+    bootId: 'b',
+    version: '2',
+    commit,
+    ...(image ? { image } : {}),
+    at: 0,
+  });
+  t.true(match!(boot('f'.repeat(64), `10.0.2.2:5000/devpivot/v2@sha256:${'d'.repeat(64)}`)));
+  t.false(match!(boot('c'.repeat(64))), "the image's own commit is not what a native pivot boots");
+  t.false(match!(boot('c'.repeat(64), `10.0.2.2:5000/devpivot/v2@sha256:${'e'.repeat(64)}`)));
 });
 
 test('fault drives the embedded registry and refuses an external one', async (t) => {

@@ -1,0 +1,27 @@
+import test from 'ava';
+import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
+
+test.serial('old-to-new-bootc: legacy-booted v1 switches to a native v2; switching again is unchanged', async (t) => {
+  const run = await runScenarioCli('old-to-new-bootc');
+  t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
+  t.is(run.steps.length, 9, run.steps.join('\n'));
+  t.deepEqual(run.steps.slice(0, 6), [
+    '✓ prepare',
+    '✓ up',
+    '✓ expect node1 ignition within 3m',
+    '✓ expect node1 console /layers already present: 0; layers needed: 1 \\(/ within 3m',
+    '✓ expect node1 pivot.staged within 8m',
+    '✓ expect node1 booted v2 within 5m',
+  ]);
+  t.true(run.steps.every((step) => step.startsWith('✓ ')));
+  // One boot of each: the "unchanged" switch staged nothing and did not reboot.
+  t.deepEqual(bootedVersions(run.events), ['1', '2']);
+  const pushed = run.events.find((e) => e.kind === 'image.pushed');
+  const digest = pushed && 'digest' in pushed ? pushed.digest : '';
+  const last = run.events.filter((e) => e.kind === 'guest.booted').at(-1);
+  t.regex(last && 'image' in last ? String(last.image) : '', new RegExp(`^10\\.0\\.2\\.2:\\d+/devpivot/v2@${digest}$`));
+  const console = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
+  t.true(console.some((line) => /Queued for next boot: 10\.0\.2\.2:\d+\/devpivot\/v2@sha256:/.test(line)));
+  t.true(console.some((line) => line.includes(`  Digest: ${digest}`)));
+  t.deepEqual(leftoverDomains('old-to-new-bootc'), []);
+});

@@ -1,0 +1,207 @@
+/**
+ * The fixture's rpm-ostree and bootc stand-ins (images/fixture/guest/), run on this host with busybox sh as the
+ * guest runs them, against real ostree and skopeo and devpivot's registry on loopback. The guest's paths are moved
+ * under a temporary sysroot (the only rewrite of the scripts), and as nothing is booted here, `ostree admin deploy
+ * --stage` becomes a plain deploy; everything else — the bootable check, the import, the merge commit, the refs,
+ * the origin, the status JSON — is what the guest runs.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { buildAndPush } from '../../src/oscontainer/index.js';
+import { type RunningRegistry, startRegistry } from '../../src/registry/server.js';
+import { repoRoot } from '../helpers/cli.js';
+
+const exec = promisify(execFile);
+let dir: string;
+let registry: RunningRegistry;
+let native: { pinned: string; digest: string; commit: string };
+let legacy: { pinned: string };
+let v1: string;
+
+const ostree = (...args: string[]) => execFileSync('ostree', args, { encoding: 'utf8' }).trim();
+const sysroot = () => join(dir, 'sysroot');
+const repo = () => join(sysroot(), 'ostree', 'repo');
+
+/** A tree ostree admin can deploy (a kernel under usr/lib/modules), committed as versions 1 and 2. */
+async function makeOs(): Promise<{ repo: string; v1: string; v2: string }> {
+  const tree = join(dir, 'tree');
+  const source = join(dir, 'source');
+  await mkdir(join(tree, 'usr', 'lib', 'modules', '6.1.0-test'), { recursive: true });
+  await mkdir(join(tree, 'usr', 'etc'), { recursive: true });
+  await writeFile(join(tree, 'usr', 'lib', 'modules', '6.1.0-test', 'vmlinuz'), 'kernel\n');
+  await writeFile(join(tree, 'usr', 'lib', 'modules', '6.1.0-test', 'initramfs.img'), 'initramfs\n');
+  ostree('init', '--mode=archive', `--repo=${source}`);
+  const commit = async (version: string) => {
+    const release = `ID=test\nPRETTY_NAME="test ${version}"\nVERSION_ID=${version}\n`;
+    await writeFile(join(tree, 'usr', 'lib', 'os-release'), release);
+    await writeFile(join(tree, 'usr', 'etc', 'os-release'), release);
+    return ostree(
+      'commit',
+      `--repo=${source}`,
+      `--branch=test/v${version}`,
+      `--tree=dir=${tree}`,
+      `--add-metadata-string=version=${version}`,
+      '--timestamp=2024-01-01T00:00:00Z',
+    );
+  };
+  return { repo: source, v1: await commit('1'), v2: await commit('2') };
+}
+
+test.before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'devpivot-stand-ins-'));
+  registry = await startRegistry({ storage: join(dir, 'registry'), port: 0 });
+  const os = await makeOs();
+  v1 = os.v1;
+  native = await buildAndPush({ repo: os.repo, commit: os.v2, format: 'native', target: `${registry.address}/os:v2` });
+  legacy = await buildAndPush({ repo: os.repo, commit: os.v2, target: `${registry.address}/legacy:v2` });
+  // The node: a sysroot with v1 deployed, its origin as the fixture's boot image has one.
+  await mkdir(sysroot());
+  ostree('admin', 'init-fs', sysroot());
+  ostree('admin', 'os-init', `--sysroot=${sysroot()}`, 'fixture');
+  ostree(`--repo=${repo()}`, 'pull-local', os.repo, os.v1);
+  const origin = join(dir, 'v1.origin');
+  await writeFile(origin, `[origin]\nrefspec=${v1}\ncustom-url=pivot://fixture.invalid/os@sha256:${v1}\n`);
+  ostree('admin', 'deploy', `--sysroot=${sysroot()}`, '--os=fixture', `--origin-file=${origin}`, v1);
+  // The stand-ins, with the guest's paths under the sysroot, and a shim for what differs on this host.
+  const bin = join(dir, 'bin');
+  await mkdir(bin);
+  await writeFile(join(dir, 'registries.conf'), `[[registry]]\nlocation = "${registry.address}"\ninsecure = true\n`);
+  await writeFile(
+    join(dir, 'shim.sh'),
+    [
+      'ostree() {',
+      '  if [ "$1" = admin ]; then',
+      '    sub=$2; shift 2',
+      '    if [ "$sub" = deploy ]; then for a in "$@"; do shift; [ "$a" = --stage ] || set -- "$@" "$a"; done; fi',
+      `    command ostree admin "$sub" --sysroot=${sysroot()} "$@"`,
+      '  else command ostree "$@"; fi',
+      '}',
+      `skopeo() { command skopeo --registries-conf ${join(dir, 'registries.conf')} "$@"; }`,
+      'systemctl() { echo "systemctl $*"; }',
+      '',
+    ].join('\n'),
+  );
+  for (const name of ['rpm-ostree', 'bootc', 'container-import.sh']) {
+    const text = (await readFile(join(repoRoot, 'images', 'fixture', 'guest', name), 'utf8'))
+      .replace('export PATH=/usr/sbin:/usr/bin\n', `export PATH=/usr/sbin:/usr/bin:/bin; . ${join(dir, 'shim.sh')}\n`)
+      .replace(/^repo=\/sysroot\/ostree\/repo$/m, `repo=${repo()}`)
+      .replace(/^run=\/run\/fixture-rpm-ostree/m, `run=${join(dir, 'run')}`)
+      .replace(/^ci_tmp=.*$/m, `ci_tmp=${join(dir, 'import')}`)
+      .replaceAll('/ostree/deploy/', `${sysroot()}/ostree/deploy/`)
+      .replace('/usr/lib/fixture/container-import.sh', join(bin, 'container-import.sh'));
+    await writeFile(join(bin, name), text);
+    await chmod(join(bin, name), 0o755);
+  }
+});
+
+test.after.always(async () => {
+  await registry?.stop();
+  if (!dir) return;
+  // ostree makes deployment roots immutable
+  const deploy = join(sysroot(), 'ostree', 'deploy', 'fixture', 'deploy');
+  for (const entry of await readdir(deploy).catch(() => [] as string[]))
+    await exec('chattr', ['-i', join(deploy, entry)]).catch(() => undefined);
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function standIn(name: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await exec('busybox', ['sh', join(dir, 'bin', name), ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+const merge = () =>
+  ostree(`--repo=${repo()}`, 'refs')
+    .split('\n')
+    .find((ref) => ref.startsWith('ostree/container/image/'));
+
+test.serial('rpm-ostree refuses an image without the bootable label, with ostree-ext message', async (t) => {
+  const run = await standIn('rpm-ostree', 'rebase', '--experimental', `ostree-unverified-registry:${legacy.pinned}`);
+  t.is(run.code, 1);
+  t.is(run.stdout, `Pulling manifest: ostree-unverified-registry:${legacy.pinned}\n`);
+  t.is(run.stderr, 'error: Preparing import: Target image does not have ostree.bootable label\n');
+  t.is(merge(), undefined, 'nothing imported');
+});
+
+test.serial('rpm-ostree rebase imports the native image, writes the merge commit and deploys it', async (t) => {
+  const imgref = `ostree-unverified-registry:${native.pinned}`;
+  const run = await standIn('rpm-ostree', 'rebase', '--experimental', imgref);
+  t.is(run.code, 0, run.stderr);
+  const lines = run.stdout.trim().split('\n');
+  t.deepEqual(lines.slice(0, 2), [`Pulling manifest: ${imgref}`, `Importing: ${imgref} (digest: ${native.digest})`]);
+  t.regex(lines[2]!, /^ostree chunk layers needed: 1 \(\d+(\.\d)? (bytes|kB|MB)\)$/);
+  t.deepEqual(lines.slice(3), [
+    'Staging deployment...done',
+    'Changes queued for next boot. Run "systemctl reboot" to start a reboot',
+  ]);
+  // The merge commit: the image's commit as parent and tree, ostree-ext's metadata.
+  const ref = merge()!;
+  t.is(
+    ref,
+    `ostree/container/image/docker_3A__2F__2F_127_2E_0_2E_0_2E_1_3A_${registry.port}/os_40_sha256_3A_${native.digest.slice(7)}`,
+  );
+  const mergeCommit = ostree(`--repo=${repo()}`, 'rev-parse', ref);
+  t.not(mergeCommit, native.commit);
+  t.is(ostree(`--repo=${repo()}`, 'rev-parse', `${mergeCommit}^`), native.commit);
+  const meta = (key: string) => ostree(`--repo=${repo()}`, 'show', `--print-metadata-key=${key}`, mergeCommit);
+  t.is(meta('ostree.manifest-digest'), `'${native.digest}'`);
+  t.regex(meta('ostree.container.image-config'), /"ostree\.bootable":"true"/);
+  t.is(
+    ostree(`--repo=${repo()}`, 'ls', '-R', mergeCommit),
+    ostree(`--repo=${repo()}`, 'ls', '-R', native.commit),
+    'the same tree',
+  );
+  t.regex(ostree(`--repo=${repo()}`, 'fsck'), /no errors found/);
+  // status --json: the new default deployment by its image, and the old one by its pivot:// origin.
+  const status = JSON.parse((await standIn('rpm-ostree', 'status', '--json')).stdout) as {
+    deployments: Record<string, unknown>[];
+  };
+  t.like(status.deployments[0], {
+    checksum: mergeCommit,
+    version: '2',
+    origin: imgref,
+    'container-image-reference': imgref,
+    'container-image-reference-digest': native.digest,
+  });
+  const host = JSON.parse((await standIn('bootc', 'status', '--json')).stdout) as {
+    status: { otherDeployments: { image: unknown; ostree: { checksum: string } }[] };
+  };
+  t.like(host.status.otherDeployments[1], { image: null, ostree: { checksum: v1 } }, 'a pivot:// deployment: no image');
+  t.like(status.deployments[1], {
+    checksum: v1,
+    version: '1',
+    'custom-origin': [`pivot://fixture.invalid/os@sha256:${v1}`, ''],
+  });
+});
+
+test.serial('bootc switch to the same image again: already imported, the same merge commit', async (t) => {
+  const before = ostree(`--repo=${repo()}`, 'rev-parse', merge()!);
+  const run = await standIn('bootc', 'switch', '--transport', 'registry', native.pinned);
+  t.is(run.code, 0, run.stderr);
+  t.deepEqual(run.stdout.trim().split('\n'), [
+    `No changes in ${native.pinned} => ${native.digest}`,
+    `Queued for next boot: ${native.pinned}`,
+    '  Version: 2',
+    `  Digest: ${native.digest}`,
+  ]);
+  t.is(ostree(`--repo=${repo()}`, 'rev-parse', merge()!), before);
+  const host = JSON.parse((await standIn('bootc', 'status', '--json')).stdout) as {
+    kind: string;
+    status: { otherDeployments: { image: { image: { image: string }; imageDigest: string } | null }[] };
+  };
+  t.is(host.kind, 'BootcHost');
+  t.like(host.status.otherDeployments[0], { image: { image: { image: native.pinned }, imageDigest: native.digest } });
+  const refused = await standIn('bootc', 'switch', legacy.pinned);
+  t.is(
+    refused.stderr,
+    'error: Switching (ostree): Preparing import: Target image does not have ostree.bootable label\n',
+  );
+});
