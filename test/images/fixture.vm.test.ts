@@ -102,7 +102,11 @@ async function withVm(
   try {
     await body(vm);
   } catch (error) {
-    t.log((await vm.lines()).slice(-60).join('\n'));
+    const lines = await vm.lines();
+    // What the update tools and the shutdown said over the whole session, then the console's end.
+    const key = /pivot\[|ostree|fixture-|rpm-ostree|bootc|FAILED|Booting `|reboot|Ignition/;
+    t.log(`key lines:\n${lines.filter((line) => key.test(line)).slice(-80).join('\n')}`);
+    t.log(lines.slice(-60).join('\n'));
     throw error;
   } finally {
     await vm.dispose();
@@ -289,11 +293,18 @@ const SLOW_STOP = {
 /** Pivot to v2, cut the power after finalize-staged swapped /boot/loader (before /boot is unmounted), boot again. */
 async function powerLossAfterSwap(vm: FixtureVm) {
   await vm.start();
-  // systemd's status line (the unit name is cut to fit 80 columns on the serial console, as on RHCOS)
+  const staged = await vm.waitFor(/pivot\[\d+\]: Staging deployment\.\.\.done/, PIVOT_S);
+  // The swap is on disk once the checkpoint ExecStop said so (or skipped it), or systemd's status line says the
+  // unit stopped (its name cut to fit 80 columns, as on RHCOS). Two triggers: a kernel or journal line written at
+  // the same moment can split either one on the serial console, and a missed trigger lets the shutdown finish.
   const finalized = await vm.waitFor(
-    /Stopped ostree-finalize-st.*OSTree Finalize Staged Deployment/,
-    PIVOT_S + 120_000,
+    /Stopped ostree-finalize-st(?!.*Monitor)|^fixture-boot-checkpoint: |Failed to stop ostree-finalize-st|Booting `/,
+    PIVOT_S,
+    staged.index,
   );
+  if (!/^fixture-boot-checkpoint: |Stopped/.test(finalized.line)) {
+    throw new Error(`the shutdown went on without the bootloader swap being seen: ${finalized.line}`);
+  }
   await vm.destroy();
   await vm.start();
   const outcome = await vm.waitFor(
