@@ -107,6 +107,17 @@ WantedBy=multi-user.target
 `,
 };
 
+/**
+ * Fedora CoreOS's update agent must not race devpivot's rebase: what kola writes on FCOS (flatcar/mantle
+ * `platform/cluster.go` `RenderUserData`, 845b7546; coreos/zincati `docs/usage/auto-updates.md`, "Disabling
+ * auto-updates"). Zincati then stays up idle; a guest without Zincati ignores the file.
+ */
+export const ZINCATI_DISABLE = {
+  path: '/etc/zincati/config.d/90-disable-auto-updates.toml',
+  contents: '[updates]\nenabled = false\n',
+  mode: 0o644,
+};
+
 export function driverFragment(driver: PivotDriver, image: string, kernelArgs: KernelArg[]): Fragment {
   const fragment: Fragment = { files: [], units: [], users: [] };
   if (driver === 'legacy') {
@@ -139,6 +150,7 @@ export function driverFragment(driver: PivotDriver, image: string, kernelArgs: K
     fragment.units.push({ name: 'ostree-finalize-staged.service', dropins: [CONSOLE_DROPIN] });
     return fragment;
   }
+  fragment.files.push({ ...ZINCATI_DISABLE });
   if (driver === 'rpm-ostree') {
     const commands = [`/usr/bin/rpm-ostree rebase --experimental ostree-unverified-registry:${image}`];
     if (kernelArgs.length > 0) {

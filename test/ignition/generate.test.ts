@@ -103,6 +103,18 @@ test('rpm-ostree and bootc: a oneshot unit that rebases / switches, then reboots
   t.is((error as { code?: string }).code, 'IGNITION_KERNEL_ARG');
 });
 
+test('rpm-ostree and bootc: Zincati is told not to update (kola on FCOS); legacy RHCOS has no Zincati', (t) => {
+  const path = '/etc/zincati/config.d/90-disable-auto-updates.toml';
+  for (const driver of ['rpm-ostree', 'bootc'] as const) {
+    for (const spec of ['2.2.0', '3.3.0']) {
+      const config = generateIgnition(full(driver, spec));
+      t.is(fileText(config, path), '[updates]\nenabled = false\n', `${driver} ${spec}`);
+      t.is(files(config).find((f) => f.path === path)?.mode, 0o644);
+    }
+  }
+  t.is(fileText(generateIgnition(full('legacy', '3.3.0')), path), undefined);
+});
+
 test('registry trust, report unit, ssh keys and hostname', async (t) => {
   const config = generateIgnition(full('rpm-ostree', '3.3.0'));
   t.is(
