@@ -105,7 +105,8 @@ async function withVm(
     const lines = await vm.lines();
     // What the update tools and the shutdown said over the whole session, then the console's end.
     const key = /pivot\[|ostree|fixture-|rpm-ostree|bootc|FAILED|Booting `|reboot|Ignition/;
-    t.log(`key lines:\n${lines.filter((line) => key.test(line)).slice(-80).join('\n')}`);
+    const keyLines = lines.filter((line) => key.test(line)).slice(-80);
+    t.log(`key lines:\n${keyLines.join('\n')}`);
     t.log(lines.slice(-60).join('\n'));
     throw error;
   } finally {
