@@ -4,7 +4,7 @@ import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.
 test.serial('old-to-new-bootc: legacy-booted v1 switches to a native v2; switching again is unchanged', async (t) => {
   const run = await runScenarioCli('old-to-new-bootc');
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
-  t.is(run.steps.length, 9, run.steps.join('\n'));
+  t.is(run.steps.length, 10, run.steps.join('\n'));
   t.deepEqual(run.steps.slice(0, 6), [
     '✓ prepare',
     '✓ up',
