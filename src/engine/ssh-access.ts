@@ -5,8 +5,8 @@
  * reaches nothing.
  */
 import { rmdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import type { EventBus } from '../core/bus.js';
+import { freeLoopbackPort } from '../core/free-port.js';
 import { domainName, type GuestNetworkSpec } from '../vm/domain-xml.js';
 import { GuestFilter, guestFilterDir } from '../vm/guest-filter.js';
 import { GUEST_HOST_ADDRESS } from '../vm/guest-network.js';
@@ -123,16 +123,4 @@ export class SessionAccess {
   async removeKey(): Promise<void> {
     await removeSessionKey(this.stateDir, this.sessionId);
   }
-}
-
-/** A port on 127.0.0.1 nobody listens on now (QEMU binds it when the domain starts). */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }

@@ -7,11 +7,11 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
+import { freeLoopbackPort } from '../../src/core/free-port.js';
 import { generateIgnition, type IgnitionConfig, serializeIgnition } from '../../src/ignition/index.js';
 import { type Fixture, loadFixture } from '../../src/images/fixture.js';
 import { buildOscontainer, pushOscontainer } from '../../src/oscontainer/index.js';
@@ -367,18 +367,6 @@ test.serial('with only the /boot checkpoint off, the initramfs falls back to the
   });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
 test.serial(
   'UEFI (OVMF) boots the same disk, pivots to v2, and ssh reaches the core user Ignition created',
   async (t) => {
@@ -386,7 +374,7 @@ test.serial(
     try {
       await exec('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'devpivot-test', '-f', join(keys, 'id')]);
       const publicKey = (await readFile(join(keys, 'id.pub'), 'utf8')).trim();
-      const port = await freePort();
+      const port = await freeLoopbackPort();
       const target = pinned['2']!;
       await withVm(
         t,

@@ -18,8 +18,8 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freeLoopbackPort } from '../../src/core/free-port.js';
 
 const NOBODY = 65534;
 const NOGROUP = 65534;
@@ -35,17 +35,6 @@ export interface TestDaemon {
   restart(): Promise<void>;
   /** Stop and remove its directory. Domains it still runs die with it. */
   dispose(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 async function waitFor(path: string, timeoutMs: number): Promise<void> {
@@ -66,7 +55,7 @@ export async function startTestDaemon(): Promise<TestDaemon> {
     chownSync(sub, NOBODY, NOGROUP);
   }
   chmodSync(dir, 0o755);
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const config = join(dir, 'libvirtd.conf');
   writeFileSync(
     config,

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import type { Stamped } from '../../src/core/events.js';
+import { freeLoopbackPort } from '../../src/core/free-port.js';
 import { GuestFilter, guestFilterDir } from '../../src/vm/guest-filter.js';
 import { type NodeSpec, openHost } from '../../src/vm/index.js';
 import { buildNetGuest } from './net-guest.js';
@@ -26,13 +27,6 @@ function listen(server: Server): Promise<number> {
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
   );
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server);
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 function netNode(name: string, script: string, network: NodeSpec['network']): NodeSpec {
@@ -116,7 +110,7 @@ test('a guest reaches the registry port and its ssh forward, nothing else on the
     onBlocked: (what) => blocked.push(what),
   });
   try {
-    const sshPort = await freePort();
+    const sshPort = await freeLoopbackPort();
     const script = [
       'B=/bin/busybox',
       `for i in 1 2 3; do ( $B timeout 30 $B wget -q -O - http://10.0.2.2:${registryPort}/blob$i | $B sed "s/^/net-guest: registry $i: /" ) & done`,
