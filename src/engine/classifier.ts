@@ -47,6 +47,8 @@ export function stripConsoleNoise(line: string): string {
   return line
     .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
     .replace(/\r/g, '')
+    // agetty's prompt ends without a newline, so the next kernel or journal line is glued to it.
+    .replace(/^[\w.-]+ login: (?=\S)/, '')
     .replace(/^\s*\[\s*\d+\.\d+\]\s?/, '')
     .replace(/^\s*\[\s*(OK|FAILED|DEPEND|TIME|\*+)\s*\]\s?/, '')
     .trim();

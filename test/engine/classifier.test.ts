@@ -296,6 +296,16 @@ test('stripConsoleNoise strips timestamps, systemd tags, colours and CR', (t) =>
   t.is(stripConsoleNoise('\x1b[0;32m[FAILED]\x1b[0m Failed to start y'), 'Failed to start y');
 });
 
+test('recorded: rpm-ostree refusing a legacy image, its error glued to the login prompt (a real run)', (t) => {
+  const { events } = run(consoleOf('fixture-rpm-ostree-refused.log'));
+  const failures = events.flatMap((event) => (event.kind === 'guest.failure' ? [event.reason] : []));
+  t.deepEqual(failures, [
+    'update tool error: rpm-ostree[271]: error: Preparing import: Target image does not have ostree.bootable label',
+  ]);
+  t.is(stripConsoleNoise('fixture login: [   24.394320] rpm-ostree[271]: error: x'), 'rpm-ostree[271]: error: x');
+  t.is(stripConsoleNoise('fixture login: '), 'fixture login:');
+});
+
 test('recorded: the systemd fixture pivoting with the legacy Ignition (serial console of a real run)', (t) => {
   // fixture-systemd-pivot.log: the serial console of test/images fixture.vm's first scenario (libvirt, TCG),
   // saved unedited: initramfs Ignition, systemd, the report unit, pivot's glog lines, shutdown, the v2 boot.
