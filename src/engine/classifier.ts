@@ -39,13 +39,13 @@ export interface Classified {
 
 const REPORT_PREFIX = 'devpivot-report: ';
 
-/**
- * Console noise before the text: kernel timestamps, systemd status tags, ANSI colours, carriage returns. (Not
- * `vm/console-lines.ts` `cleanLine`, which only removes terminal escapes and control characters.)
- */
 /** agetty's prompt ends without a newline, so the next kernel or journal line is glued to it. */
 const LOGIN_PROMPT = /^[\w.-]+ login: (?=\S)/;
 
+/**
+ * Console noise before the text: kernel timestamps, systemd status tags, ANSI colours, carriage returns, a login prompt. (Not
+ * `vm/console-lines.ts` `cleanLine`, which only removes terminal escapes and control characters.)
+ */
 export function stripConsoleNoise(line: string): string {
   return line
     .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
