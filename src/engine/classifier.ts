@@ -43,8 +43,8 @@ const REPORT_PREFIX = 'devpivot-report: ';
 const LOGIN_PROMPT = /^[\w.-]+ login: (?=\S)/;
 
 /**
- * Console noise before the text: kernel timestamps, systemd status tags, ANSI colours, carriage returns, a login prompt. (Not
- * `vm/console-lines.ts` `cleanLine`, which only removes terminal escapes and control characters.)
+ * Console noise before the text: kernel timestamps, systemd status tags, ANSI colours, carriage returns, a login
+ * prompt. (Not `vm/console-lines.ts` `cleanLine`, which only removes terminal escapes and control characters.)
  */
 export function stripConsoleNoise(line: string): string {
   return line
