@@ -9,7 +9,7 @@ test.serial('old-to-new-bootc: legacy-booted v1 switches to a native v2; switchi
     '✓ prepare',
     '✓ up',
     '✓ expect node1 ignition within 3m',
-    '✓ expect node1 console /layers already present: 0; layers needed: 1 \\(/ within 3m',
+    '✓ expect node1 console /layers already present: 0; layers needed: 1 \\(/ within 5m',
     '✓ expect node1 pivot.staged within 8m',
     '✓ expect node1 booted v2 within 5m',
   ]);

@@ -8,7 +8,7 @@ test.serial('old-to-new-rpm-ostree: legacy-booted v1 rebases to a native v2, ide
     '✓ prepare',
     '✓ up',
     '✓ expect node1 ignition within 3m',
-    '✓ expect node1 pivot.pulling within 3m',
+    '✓ expect node1 pivot.pulling within 5m',
     '✓ expect node1 console /Importing: ostree-unverified-registry:\\S+ \\(digest: sha256:[0-9a-f]{64}\\)/ within 3m',
     '✓ expect node1 pivot.staged within 8m',
     '✓ expect node1 booted v2 within 5m',
