@@ -294,7 +294,7 @@ const SLOW_STOP = {
 /** Pivot to v2, cut the power after finalize-staged swapped /boot/loader (before /boot is unmounted), boot again. */
 async function powerLossAfterSwap(vm: FixtureVm) {
   await vm.start();
-  const staged = await vm.waitFor(/pivot\[\d+\]: Staging deployment\.\.\.done/, PIVOT_S);
+  const staged = await vm.waitFor(/pivot\[\d+\]: Staging deployment\.\.\.done/, PIVOT_S + 120_000);
   // The swap is on disk once the checkpoint ExecStop said so (or skipped it), or systemd's status line says the
   // unit stopped (its name cut to fit 80 columns, as on RHCOS). Two triggers: a kernel or journal line written at
   // the same moment can split either one on the serial console, and a missed trigger lets the shutdown finish.
