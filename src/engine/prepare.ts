@@ -114,6 +114,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
     const config = deps.generateIgnition({
       driver: def.driver,
       ...(target ? { image: `${guestRegistry}/${repository}@${target.digest}` } : {}),
+      spec: def.ignitionSpec,
       registry: { hostPort: guestRegistry, insecure: registryUrl.startsWith('http:') },
       ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
       ...(sshKeys.length > 0 ? { sshKeys } : {}),
