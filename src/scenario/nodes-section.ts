@@ -68,10 +68,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
     : NODE_DEFAULTS.driver;
   const pivot = f.has('pivot')
     ? r.guard(() => {
-        const target = r.ref(v('pivot'), `${what} pivot target oscontainer`, oscontainers, (version) => ({
-          kind: 'build-fixture',
-          version,
-        }));
+        const target = r.target(v('pivot'), `${what} pivot target oscontainer`, oscontainers);
         const source = oscontainers.get(target);
         const why = source && incompatibility(driver, source);
         if (why) r.fail(v('pivot'), `${what} cannot pivot to '${target}': ${why}`, 'pick another driver or target');

@@ -61,3 +61,23 @@ test('the real generator writes the requested spec, merging a fragment without a
   };
   t.is(newer.ignition.version, '3.3.0');
 });
+
+test('a pullspec target is pulled into the registry and the guest gets that copy, pinned by digest', async (t) => {
+  const digest = `sha256:${'a'.repeat(64)}`;
+  const { world, result } = await prepared(`nodes:
+  pinned: { pivot: '127.0.0.1:5000/os/rhcos@${digest}' }
+  tagged: { pivot: localhost:5000/os/rhcos:v2 }
+steps: [up]
+`);
+  t.true(result.ok);
+  t.deepEqual(world.pulls, [
+    { ref: `127.0.0.1:5000/os/rhcos@${digest}`, repository: 'devpivot/os/rhcos' },
+    { ref: 'localhost:5000/os/rhcos:v2', repository: 'devpivot/os/rhcos' },
+  ]);
+  t.deepEqual(world.builds, [], 'nothing built');
+  // 127.0.0.1 on the host is not the guest's: it gets the embedded registry's copy, by digest (the tag resolved).
+  t.deepEqual(
+    world.ignition.map((request) => request.image),
+    [`10.0.2.2:45678/devpivot/os/rhcos@${digest}`, `10.0.2.2:45678/devpivot/os/rhcos@sha256:${'f'.repeat(64)}`],
+  );
+});
