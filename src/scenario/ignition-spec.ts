@@ -2,7 +2,8 @@
  * A node's `ignition-spec:`: the Ignition spec version devpivot writes for it, checked against what the guests of
  * its driver read, with a default per driver. Ignition itself decides what a guest reads: Ignition 0.x (RHCOS
  * 4.1–4.5) reads spec 2.x only; Ignition 2.x (RHCOS ≥ 4.6, every Fedora CoreOS, the fixture's Debian 2.14) reads
- * spec 3.x only and refuses a spec 2 config (coreos/ignition `config/config.go` and `docs/migrating-configs.md`).
+ * spec 3.x only: coreos/ignition `config/config.go` (eea4ec6b) parses the 3.x versions it knows and answers every
+other one, spec 2 included, with ErrUnknownVersion.
  */
 import type { PivotDriver } from '../ignition/fragments.js';
 import { chooseSpec } from '../ignition/generate.js';
