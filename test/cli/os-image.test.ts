@@ -83,3 +83,10 @@ test('--os-image 127.0.0.1:PORT/…@sha256:… runs the default scenario with th
   t.true(upstream.requests.includes(`GET /v2/os/rhcos/manifests/${DIGEST}`), upstream.requests.join('\n'));
   t.false(events.some((event) => event.kind === 'image.built'));
 });
+
+test('up --help documents --os-image', async (t) => {
+  const result = await runCli(['up', '--help']);
+  t.is(result.code, 0);
+  t.true(result.stdout.includes('--os-image PULLSPEC'), result.stdout);
+  t.regex(result.stdout, /osImageURLOverride/);
+});

@@ -81,3 +81,17 @@ steps: [up]
     [`10.0.2.2:45678/devpivot/os/rhcos@${digest}`, `10.0.2.2:45678/devpivot/os/rhcos@sha256:${'f'.repeat(64)}`],
   );
 });
+
+test("a pivot step's pullspec is pulled in prepare too, before any node starts", async (t) => {
+  const digest = `sha256:${'b'.repeat(64)}`;
+  // The expect fails first, so the pivot step itself (ssh) never runs: only prepare is looked at.
+  const { world } = await prepared(`nodes:
+  n: { pivot: fixture:2 }
+steps:
+  - up
+  - expect: { console: never printed, within: 50ms }
+  - pivot: { to: 'quay.io/org/os@${digest}', within: 1s }
+`);
+  t.deepEqual(world.pulls, [{ ref: `quay.io/org/os@${digest}`, repository: 'devpivot/org/os' }]);
+  t.deepEqual(world.builds, ['devpivot/fixture-2']);
+});
