@@ -4,7 +4,7 @@ import { ExitCode, UsageError } from '../core/errors.js';
 import { cacheDir, libvirtUri, stateDir } from '../core/paths.js';
 import type { RunResult } from '../engine/engine.js';
 import type { Presenter } from '../report/presenter.js';
-import { loadScenarios } from '../scenario/parse.js';
+import { type LoadOptions, loadScenarios } from '../scenario/parse.js';
 import type { Scenario } from '../scenario/types.js';
 import { newSessionId } from '../vm/sessions.js';
 import { type CommandContext, connectOption, type OptionSpec } from './command.js';
@@ -40,6 +40,7 @@ export async function runScenarioFiles(
   files: string[],
   context: CommandContext,
   present: (scenario: Scenario) => Promise<Presenter> | Presenter,
+  load: LoadOptions = {},
 ): Promise<number> {
   const { args, env, bus } = context;
   const keepFlag = args.flag('keep');
@@ -48,7 +49,7 @@ export async function runScenarioFiles(
       '--keep takes one scenario file',
       'run the scenario to keep on its own: devpivot up FILE --keep',
     );
-  const scenarios = await loadScenarios(files, scenarioEnvironment(libvirtUri(args.string('connect'), env)));
+  const scenarios = await loadScenarios(files, scenarioEnvironment(libvirtUri(args.string('connect'), env)), load);
   const [{ runScenarioServing }, { realDeps }, { createJunitReporter, mergeJunit }] = await Promise.all([
     import('../engine/engine.js'),
     import('../engine/real-deps.js'),

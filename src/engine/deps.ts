@@ -70,7 +70,7 @@ export interface IgnitionRequest {
   driver: PivotDriver;
   /** The pullspec the guest uses: 10.0.2.2:PORT/repo@sha256:... */
   image?: string;
-  /** Ignition spec version to emit (the generator's default when omitted). */
+  /** The Ignition spec to write: the node's (the engine always passes it); the generator's default when omitted. */
   spec?: string;
   registry: { hostPort: string; insecure: boolean };
   kernelArgs?: { add: string[]; delete: string[] };

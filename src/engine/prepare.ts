@@ -5,6 +5,8 @@
  */
 import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
+import { parseReference } from '../oci/reference.js';
+import { looksLikePullspec } from '../scenario/pullspec.js';
 import type { OscontainerSource, Scenario } from '../scenario/types.js';
 import type { VmHost } from '../vm/host.js';
 import { newSessionId } from '../vm/sessions.js';
@@ -114,6 +116,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
     const config = deps.generateIgnition({
       driver: def.driver,
       ...(target ? { image: `${guestRegistry}/${repository}@${target.digest}` } : {}),
+      spec: def.ignitionSpec,
       registry: { hostPort: guestRegistry, insecure: registryUrl.startsWith('http:') },
       ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
       ...(sshKeys.length > 0 ? { sshKeys } : {}),
@@ -198,8 +201,12 @@ async function oscontainer(
 
 const format = (source: { format?: 'legacy' | 'native' }) => (source.format ? { format: source.format } : {});
 
-/** Repository for an oscontainer in our registry: `fixture:2` -> devpivot/fixture-2. */
+/**
+ * Repository for an oscontainer in our registry: `fixture:2` -> devpivot/fixture-2. A pivot target written as a
+ * pullspec keeps its repository path: `127.0.0.1:5000/os/rhcos@sha256:…` -> devpivot/os/rhcos.
+ */
 export function repositoryName(name: string): string {
+  if (looksLikePullspec(name)) return `devpivot/${parseReference(name).repository}`;
   return `devpivot/${name
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')

@@ -63,10 +63,11 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
     },
 
     generateIgnition({ driver, image, spec, registry, kernelArgs, sshKeys, extra }) {
-      // A scenario's extra config may leave out ignition.version: it is merged into ours, so take ours.
+      // A scenario's extra config may leave out ignition.version: it is merged into ours, so take ours (the
+      // node's spec; 3.0.0, the generator's default, for a request without one).
       const merged =
         extra && !(extra as { ignition?: { version?: unknown } }).ignition?.version
-          ? { ...extra, ignition: { ...((extra as { ignition?: object }).ignition ?? {}), version: '3.0.0' } }
+          ? { ...extra, ignition: { ...((extra as { ignition?: object }).ignition ?? {}), version: spec ?? '3.0.0' } }
           : extra;
       // A node without a pivot target gets everything but the update units: the boot report on every node.
       return generateIgnition({

@@ -7,14 +7,20 @@
  */
 import { isMap, isScalar, isSeq, type Node, type YAMLMap } from 'yaml';
 import { chooseSpec } from '../ignition/generate.js';
-import { SPEC_VERSIONS } from '../ignition/spec.js';
+import { SPEC_VERSIONS, type SpecVersion } from '../ignition/spec.js';
 import { validateSpec2 } from '../ignition/validate.js';
 import type { ScenarioEnvironment } from './environment.js';
 import type { ScenarioIssue } from './error.js';
 import type { DocumentReader } from './reader.js';
 
-/** The version a fragment without `ignition.version` is merged as (engine/real-deps.ts does the same). */
-export const FRAGMENT_DEFAULT_VERSION = '3.0.0';
+/**
+ * What a fragment is read as: the node's `ignition-spec:` when written (the fragment must fit it), and the version
+ * a fragment without `ignition.version` is merged as (the node's spec; engine/real-deps.ts does the same).
+ */
+export interface FragmentSpec {
+  explicit?: SpecVersion;
+  unwritten: SpecVersion;
+}
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Path = readonly (string | number)[];
@@ -24,14 +30,16 @@ export type DeferredCheck = (env: ScenarioEnvironment) => Promise<ScenarioIssue[
 
 /**
  * Read the fragment (a mapping) and check what can be checked now; spec 3 configs get a deferred check. Returns
- * the fragment as written (without `ignition.version` the engine merges it as FRAGMENT_DEFAULT_VERSION).
+ * the fragment as written and its `ignition.version` if written (without one the engine merges it as the node's
+ * spec, `spec.unwritten`).
  */
 export function readIgnitionFragment(
   r: DocumentReader,
   value: Node | null,
   what: string,
   deferred: DeferredCheck[],
-): Record<string, unknown> {
+  spec: FragmentSpec,
+): { fragment: Record<string, unknown>; version: string | undefined } {
   const map = r.map(value, what) as YAMLMap;
   const fragment = map.toJSON() as Record<string, Json>;
   const ignition = fragment.ignition;
@@ -40,15 +48,17 @@ export function readIgnitionFragment(
   const written = (ignition as { version?: Json } | undefined)?.version;
   if (written !== undefined && typeof written !== 'string')
     r.fail(nodeAt(map, ['ignition', 'version']), `${what} ignition.version must be a string like '3.3.0'`);
-  const version = written ?? FRAGMENT_DEFAULT_VERSION;
+  const version = written ?? spec.unwritten;
   const config = { ...fragment, ignition: { ...((ignition as object) ?? {}), version } };
   try {
-    chooseSpec(undefined, config);
+    chooseSpec(spec.explicit, config);
   } catch (error) {
     r.fail(
       nodeAt(map, ['ignition', 'version']),
       `${what}: ${(error as Error).message}`,
-      `write one of ${SPEC_VERSIONS.join(', ')}, or leave ignition.version out (${FRAGMENT_DEFAULT_VERSION})`,
+      spec.explicit
+        ? `write a ${spec.explicit.split('.')[0]}.x version not newer than ignition-spec ${spec.explicit}, or leave ignition.version out`
+        : `write one of ${SPEC_VERSIONS.join(', ')}, or leave ignition.version out (${spec.unwritten})`,
     );
   }
   if (version.startsWith('2.')) {
@@ -57,7 +67,7 @@ export function readIgnitionFragment(
       const [path = '', message = problem] = problem.split(/: (.*)/s);
       r.guard(() => r.fail(nodeAt(map, dottedPath(path)), `${what} is not valid Ignition 2.2.0: ${path}: ${message}`));
     }
-    return fragment;
+    return { fragment, version: written };
   }
   deferred.push(async (env) => {
     if (!env.validateIgnition) return [];
@@ -70,7 +80,7 @@ export function readIgnitionFragment(
       message: `${what} is not valid Ignition ${version} (ignition-validate): ${message}`,
     }));
   });
-  return fragment;
+  return { fragment, version: written };
 }
 
 /** `error at $.storage.files.0.path, line 1 col 61: path not absolute` → the path and the message. */

@@ -1,15 +1,27 @@
 /** `nodes:`: the VMs of the scenario, by name (image, size, firmware, pivot driver and target, Ignition). */
 import { isScalar, type Node } from 'yaml';
 import { PIVOT_DRIVERS, type PivotDriver } from '../ignition/fragments.js';
+import { SPEC_VERSIONS, type SpecVersion } from '../ignition/spec.js';
 import { parseSize } from '../steps/units.js';
 import { incompatibility } from './compatibility.js';
 import { NODE_DEFAULTS } from './defaults.js';
-import { type DeferredCheck, readIgnitionFragment } from './ignition-fragment.js';
+import { type DeferredCheck, nodeAt, readIgnitionFragment } from './ignition-fragment.js';
+import { DRIVER_SPECS, nodeSpec, specRefusal, specsOf } from './ignition-spec.js';
 import { readKernelArgs } from './kernel-args.js';
 import { type DocumentReader, type MappingFields, scalarLike } from './reader.js';
 import type { ImageSource, NodeDef, OscontainerSource } from './types.js';
 
-const NODE_KEYS = ['image', 'memory', 'vcpus', 'firmware', 'driver', 'pivot', 'kernel-args', 'ignition'];
+const NODE_KEYS = [
+  'image',
+  'memory',
+  'vcpus',
+  'firmware',
+  'driver',
+  'pivot',
+  'kernel-args',
+  'ignition-spec',
+  'ignition',
+];
 const MIN_MEMORY = 256 * 1024 ** 2;
 
 export interface NodeContext {
@@ -56,10 +68,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
     : NODE_DEFAULTS.driver;
   const pivot = f.has('pivot')
     ? r.guard(() => {
-        const target = r.ref(v('pivot'), `${what} pivot target oscontainer`, oscontainers, (version) => ({
-          kind: 'build-fixture',
-          version,
-        }));
+        const target = r.target(v('pivot'), `${what} pivot target oscontainer`, oscontainers);
         const source = oscontainers.get(target);
         const why = source && incompatibility(driver, source);
         if (why) r.fail(v('pivot'), `${what} cannot pivot to '${target}': ${why}`, 'pick another driver or target');
@@ -74,9 +83,30 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
         r.fail(v('kernel-args'), `${what} kernel-args need the legacy driver (it reads /etc/pivot/kernel-args)`),
       );
   }
-  const ignition = f.has('ignition')
-    ? r.guard(() => readIgnitionFragment(r, v('ignition'), `${what} ignition`, context.deferred))
+  const explicitSpec = f.has('ignition-spec')
+    ? r.guard(() => readSpec(r, v('ignition-spec'), what, driver))
     : undefined;
+  const unwritten = explicitSpec ?? DRIVER_SPECS[driver].default;
+  const read = f.has('ignition')
+    ? r.guard(() =>
+        readIgnitionFragment(r, v('ignition'), `${what} ignition`, context.deferred, {
+          ...(explicitSpec ? { explicit: explicitSpec } : {}),
+          unwritten,
+        }),
+      )
+    : undefined;
+  const ignition = read?.fragment;
+  // A fragment's own version may raise the spec (without ignition-spec): the driver must still read the result.
+  const ignitionSpec = read ? nodeSpec(driver, explicitSpec, read.version) : unwritten;
+  const refusal = explicitSpec ? undefined : specRefusal(driver, ignitionSpec);
+  if (refusal && read)
+    r.guard(() =>
+      r.fail(
+        nodeAt(v('ignition')!, ['ignition', 'version']),
+        `${what} ignition is spec ${ignitionSpec}: ${refusal}`,
+        `write ignition.version ${specsOf(driver).join(', ')}, or leave it out`,
+      ),
+    );
   return {
     name,
     image,
@@ -86,6 +116,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
     driver,
     ...(pivot ? { pivot } : {}),
     kernelArgs,
+    ignitionSpec,
     ...(ignition ? { ignition } : {}),
     pos: r.at(key),
   };
@@ -108,6 +139,19 @@ function readImageRef(r: DocumentReader, value: Node | null, what: string, image
       `boot ${bootable.map((b) => `fixture:${b}`).join(' or ')} and pivot to fixture:${source.version}`,
     );
   return image;
+}
+
+/** `ignition-spec:`: a version devpivot writes, and one the driver's guests read. */
+function readSpec(r: DocumentReader, value: Node | null, what: string, driver: PivotDriver): SpecVersion {
+  const spec = r.oneOf(value, `${what} ignition-spec`, SPEC_VERSIONS);
+  const refusal = specRefusal(driver, spec);
+  if (refusal)
+    r.fail(
+      value,
+      `${what} ignition-spec ${spec}: ${refusal}`,
+      `one of ${specsOf(driver).join(', ')}, or another driver`,
+    );
+  return spec;
 }
 
 function readMemory(r: DocumentReader, value: Node | null, what: string): number {

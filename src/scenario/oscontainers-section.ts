@@ -1,10 +1,8 @@
 /** `oscontainers:`: the images nodes pivot to, by name (built from the fixture, an ostree commit or a rootfs; or pulled). */
 import { join } from 'node:path';
 import { isScalar, type Node } from 'yaml';
-import { isSha256Digest } from '../oci/digest.js';
-import { parseReference } from '../oci/reference.js';
-import { Issue } from './error.js';
 import { describeKind } from './images-section.js';
+import { referenceProblem } from './pullspec.js';
 import type { DocumentReader } from './reader.js';
 import type { OscontainerFormat, OscontainerSource } from './types.js';
 
@@ -30,22 +28,8 @@ function readOscontainer(r: DocumentReader, node: Node | null, what: string): Os
   if (f.has('pull')) {
     const value = f.get('pull')!.value;
     const ref = r.string(value, `${what}.pull`);
-    try {
-      const parsed = parseReference(ref);
-      if (parsed.digest !== undefined && !isSha256Digest(parsed.digest))
-        r.fail(
-          value,
-          `${what}.pull: '${parsed.digest}' is not a sha256 digest`,
-          'write @sha256: and 64 lowercase hex digits',
-        );
-    } catch (error) {
-      if (error instanceof Issue) throw error;
-      r.fail(
-        value,
-        `${what}.pull: ${(error as Error).message}`,
-        'like quay.io/org/os@sha256:<64 hex> or host:port/repo:tag',
-      );
-    }
+    const problem = referenceProblem(ref);
+    if (problem) r.fail(value, `${what}.pull: ${problem.message}`, problem.hint);
     return { kind: 'pull', ref };
   }
   return readBuildSource(r, f.get('build')!.value, `${what}.build`);

@@ -24,11 +24,20 @@ export { ScenarioError, type ScenarioIssue } from './error.js';
 
 const TOP_KEYS = ['name', 'description', 'timeout', 'images', 'oscontainers', 'registry', 'nodes', 'steps'];
 
+/** How a file's text is read: `rewrite` changes it before validation (`devpivot up --os-image`, os-image.ts). */
+export interface LoadOptions {
+  rewrite?: (text: string, file: string) => string;
+}
+
 /**
  * Read and validate a scenario file, including the checks that run a program (Ignition fragments through
  * ignition-validate). Relative paths inside it are resolved against its directory.
  */
-export async function loadScenario(file: string, env: ScenarioEnvironment = localEnvironment()): Promise<Scenario> {
+export async function loadScenario(
+  file: string,
+  env: ScenarioEnvironment = localEnvironment(),
+  options: LoadOptions = {},
+): Promise<Scenario> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -39,15 +48,19 @@ export async function loadScenario(file: string, env: ScenarioEnvironment = loca
       cause: error,
     });
   }
-  return validateScenario(text, file, env);
+  return validateScenario(options.rewrite ? options.rewrite(text, file) : text, file, env);
 }
 
 /**
  * Every file, validated: the scenarios in order, or one error listing every problem of every file (exit status
  * 2) — nothing of a run starts before all of them are valid.
  */
-export async function loadScenarios(files: string[], env: ScenarioEnvironment): Promise<Scenario[]> {
-  const results = await Promise.allSettled(files.map((file) => loadScenario(file, env)));
+export async function loadScenarios(
+  files: string[],
+  env: ScenarioEnvironment,
+  options: LoadOptions = {},
+): Promise<Scenario[]> {
+  const results = await Promise.allSettled(files.map((file) => loadScenario(file, env, options)));
   const errors = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
   if (errors.length === 0) return results.map((result) => (result as PromiseFulfilledResult<Scenario>).value);
   const bug = errors.find((error) => !(error instanceof DevpivotError));

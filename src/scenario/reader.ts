@@ -11,6 +11,8 @@ import type { Position } from '../steps/reader.js';
 import { formatDuration, MAX_TIMER_MS, parseDuration } from '../steps/units.js';
 import type { ScenarioEnvironment } from './environment.js';
 import { Issue, type ScenarioIssue } from './error.js';
+import { fullPullspecProblem, looksLikePullspec } from './pullspec.js';
+import type { OscontainerSource } from './types.js';
 
 /** The keys of one mapping, by name: the key node (for issues about the key) and its value. */
 export type MappingFields = Map<string, { key: Node; value: Node | null }>;
@@ -194,6 +196,21 @@ export class DocumentReader {
     return version;
   }
 
+  /**
+   * A pivot target: an oscontainer name; `fixture:N`, a build of that fixture version; or a full pullspec
+   * (`HOST[:PORT]/REPO[:TAG]` or `…@sha256:…`), a pull into the scenario's registry, as `pull:` does. Both are
+   * defined implicitly, named as written (a pullspec target's repository: engine/prepare.ts `repositoryName`).
+   */
+  target(node: Node | null, what: string, oscontainers: Map<string, OscontainerSource>): string {
+    const text = this.string(node, what);
+    if (oscontainers.has(text) || this.broken.has(text) || !looksLikePullspec(text))
+      return this.ref(node, what, oscontainers, (version) => ({ kind: 'build-fixture', version }));
+    const problem = fullPullspecProblem(text);
+    if (problem) this.fail(node, `${what}: ${problem.message}`, problem.hint);
+    oscontainers.set(text, { kind: 'pull', ref: text });
+    return text;
+  }
+
   /** `fixture:N` used directly as a reference registers an implicit image / oscontainer of that name. */
   ref(node: Node | null, what: string, known: Map<string, unknown>, implicit: (version: string) => unknown): string {
     const text = this.string(node, what);
@@ -209,7 +226,9 @@ export class DocumentReader {
       `${what} '${text}' is not defined`,
       guess
         ? `did you mean '${guess}'?`
-        : `define it under ${what.includes('image') ? 'images' : 'oscontainers'}: or use fixture:N`,
+        : what.includes('image')
+          ? 'define it under images: or use fixture:N'
+          : 'define it under oscontainers:, or write fixture:N or a pullspec HOST[:PORT]/REPO@sha256:…',
     );
   }
 }

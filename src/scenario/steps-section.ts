@@ -7,6 +7,7 @@ import { closest } from '../core/suggest.js';
 import { isStepKind, minimumMs, nodesOf, parseStep, STEP_KINDS, STEPS, type Step } from '../steps/index.js';
 import type { Fields, StepReader, YamlValue } from '../steps/reader.js';
 import { formatDuration } from '../steps/units.js';
+import { looksLikePullspec } from './pullspec.js';
 import { type DocumentReader, describe, scalarLike } from './reader.js';
 import type { ImageSource, NodeDef, OscontainerSource } from './types.js';
 
@@ -188,10 +189,7 @@ class StepBodyReader implements StepReader {
   }
 
   oscontainer(v: YamlValue | null, what: string): string {
-    return this.r.ref(node(v) ?? null, what, this.context.oscontainers, (version) => ({
-      kind: 'build-fixture',
-      version,
-    }));
+    return this.r.target(node(v) ?? null, what, this.context.oscontainers);
   }
 
   pivotTarget(name: string): string | undefined {
@@ -203,6 +201,8 @@ class StepBodyReader implements StepReader {
     const { images, oscontainers } = this.context;
     const text = this.r.string(n, 'booted');
     if (oscontainers.has(text) || images.has(text) || this.r.broken.has(text)) return text;
+    // A pullspec names the oscontainer pulled from it (as a pivot target does).
+    if (looksLikePullspec(text)) return this.r.target(n, 'booted', oscontainers);
     const fixture = /^fixture:(\S+)$/.exec(text);
     if (fixture) {
       images.set(text, { kind: 'fixture', version: this.r.fixtureVersion(n, fixture[1]!) });

@@ -1,5 +1,6 @@
 /** The scenario document, parsed: what `parseScenario` returns and the engine runs. */
 import type { PivotDriver } from '../ignition/fragments.js';
+import type { SpecVersion } from '../ignition/spec.js';
 import type { Step } from '../steps/index.js';
 import type { Position } from '../steps/reader.js';
 
@@ -31,6 +32,11 @@ export interface NodeDef {
   /** Key into Scenario.oscontainers; undefined = the node boots and stays where it is. */
   pivot?: string;
   kernelArgs: { add: string[]; delete: string[] };
+  /**
+   * The Ignition spec version the node's config is written in: `ignition-spec:`, or the driver's default raised to
+   * the fragment's version (scenario/ignition-spec.ts).
+   */
+  ignitionSpec: SpecVersion;
   /** An Ignition config fragment merged into the generated one. */
   ignition?: Record<string, unknown>;
   pos: Position;

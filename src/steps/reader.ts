@@ -76,13 +76,16 @@ export interface StepReader {
    * are several. An unknown name is an issue with "did you mean".
    */
   node(value: YamlValue | null | undefined, owner: YamlValue | null): string;
-  /** An oscontainer name; `fixture:N` defines a build of fixture version N (as a node's `pivot:` does). */
+  /**
+   * An oscontainer name; `fixture:N` defines a build of fixture version N, and a full pullspec
+   * (`HOST[:PORT]/REPO@sha256:…`) a pull of it (as a node's `pivot:` does).
+   */
   oscontainer(value: YamlValue | null, what: string): string;
   /** A node's `pivot:` target (an oscontainer name), if it has one. */
   pivotTarget(node: string): string | undefined;
   /**
-   * What a node may have booted: an oscontainer or image name, or `fixture:N` (which defines that image
-   * implicitly). Anything else is an issue with "did you mean".
+   * What a node may have booted: an oscontainer or image name, `fixture:N` (which defines that image
+   * implicitly) or a full pullspec (the oscontainer pulled from it). Anything else is an issue with "did you mean".
    */
   bootTarget(value: YamlValue | null): string;
 }

@@ -96,6 +96,7 @@ steps: [up]
     {
       driver: 'legacy',
       image: `10.0.2.2:45678/devpivot/fixture-2@sha256:${'2'.repeat(64)}`,
+      spec: '3.0.0',
       registry: { hostPort: '10.0.2.2:45678', insecure: true },
       kernelArgs: { add: ['a=1'], delete: ['quiet'] },
       sshKeys: request?.sshKeys,

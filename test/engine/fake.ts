@@ -183,11 +183,20 @@ export interface FakeWorld {
   registry: FakeRegistry | undefined;
   ignition: IgnitionRequest[];
   builds: string[];
+  /** pullOscontainer calls: where from, into which repository of the registry. */
+  pulls: { ref: string; repository: string }[];
 }
 
 /** Deps whose VM host, registry and builder are fakes; Ignition requests are recorded and echoed as JSON. */
 export function fakeDeps(options: FakeOptions = {}): FakeWorld {
-  const world: FakeWorld = { host: undefined, registry: undefined, ignition: [], builds: [], deps: undefined as never };
+  const world: FakeWorld = {
+    host: undefined,
+    registry: undefined,
+    ignition: [],
+    builds: [],
+    pulls: [],
+    deps: undefined as never,
+  };
   const fixture: FixtureArtifacts = {
     disk: '/fixture/v1.qcow2',
     repo: '/fixture/repo',
@@ -209,8 +218,11 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
       const version = Object.entries(COMMITS).find(([, c]) => c === commit)?.[0] ?? '9';
       return { digest: `sha256:${version.repeat(64)}`, commit, version };
     },
-    async pullOscontainer() {
-      throw new Error('not used by these tests');
+    async pullOscontainer({ ref, repository }) {
+      world.pulls.push({ ref, repository });
+      // A digest pullspec keeps its digest (a copy keeps the manifest's bytes); a tag resolves to a fixed one.
+      const digest = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1] ?? `sha256:${'f'.repeat(64)}`;
+      return { digest, commit: COMMITS['2']!, version: '2', format: 'legacy' };
     },
     generateIgnition(request) {
       world.ignition.push(request);

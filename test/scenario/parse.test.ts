@@ -265,7 +265,9 @@ const malformed: [string, string, string[]][] = [
   [
     'pivot to an oscontainer that is not defined',
     'nodes:\n  n: { pivot: fixture:2 }\nsteps:\n  - up\n  - pivot: { to: v9 }\n',
-    ["5:18: pivot.to 'v9' is not defined (define it under oscontainers: or use fixture:N)"],
+    [
+      "5:18: pivot.to 'v9' is not defined (define it under oscontainers:, or write fixture:N or a pullspec HOST[:PORT]/REPO@sha256:…)",
+    ],
   ],
   [
     'pivot of a node without a target and no to',

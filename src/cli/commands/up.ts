@@ -1,3 +1,4 @@
+import { checkOsImage, overrideOsImage } from '../../scenario/os-image.js';
 import type { Command } from '../command.js';
 import { ciPresenter, DEFAULT_SCENARIO, runScenarioFiles, scenarioOptions } from '../scenario-run.js';
 
@@ -9,20 +10,33 @@ export function interactive(stdout: { isTTY?: boolean }, env: NodeJS.ProcessEnv)
 export const command: Command = {
   name: 'up',
   summary: 'Run a scenario live: registry, images, VMs, pivot (default: old-to-new)',
-  usage: '[FILE] [--json] [--junit FILE] [--keep] [--connect URI]',
+  usage: '[FILE] [--os-image PULLSPEC] [--json] [--junit FILE] [--keep] [--connect URI]',
   description:
     'Start the registry, build the oscontainers, boot the nodes and watch them pivot, live. Without FILE it runs\n' +
     'scenarios/old-to-new.yaml: a fixture:1 node pivots to an oscontainer built from fixture:2.\n' +
     'Keys: up/down or Tab select a node, c toggles its console, q quits (removing the VMs), k quits keeping them.\n' +
-    'Not a terminal, CI=true or --json: plain lines (or NDJSON) instead of the interactive view.',
-  options: scenarioOptions,
+    'Not a terminal, CI=true or --json: plain lines (or NDJSON) instead of the interactive view.\n' +
+    "--os-image PULLSPEC (the installer's osImageURLOverride): the scenario's pivot target becomes that image, pulled\n" +
+    'into the embedded registry and given to the guest pinned by digest (HOST[:PORT]/REPO[:TAG] or @sha256:...).',
+  options: {
+    ...scenarioOptions,
+    'os-image': {
+      type: 'string',
+      valueName: 'PULLSPEC',
+      description: "Pivot to this image instead of the scenario's target (osImageURLOverride)",
+    },
+  },
   positionals: [0, 1],
   async run(context) {
     const file = context.args.positionals[0] ?? DEFAULT_SCENARIO;
+    const written = context.args.string('os-image');
+    // Checked before anything starts: a bad pullspec is a usage error (exit status 2).
+    const osImage = written === undefined ? undefined : checkOsImage(written);
+    const load = osImage ? { rewrite: (text: string, name: string) => overrideOsImage(text, name, osImage) } : {};
     if (context.args.flag('json') || !interactive(context.stdout, context.env)) {
-      return runScenarioFiles([file], context, () => ciPresenter(context));
+      return runScenarioFiles([file], context, () => ciPresenter(context), load);
     }
     const { tuiPresenter } = await import('../../tui/presenter.js');
-    return runScenarioFiles([file], context, (scenario) => tuiPresenter(scenario, context));
+    return runScenarioFiles([file], context, (scenario) => tuiPresenter(scenario, context), load);
   },
 };
