@@ -29,8 +29,8 @@ export interface Distribution {
   stop(): Promise<void>;
 }
 
-/** Start distribution with filesystem storage under `dir`, wait for `/v2/`. */
-export async function startDistribution(dir: string): Promise<Distribution> {
+/** Start distribution with filesystem storage under `dir`, wait for `/v2/` (with `htpasswd`: Basic auth). */
+export async function startDistribution(dir: string, options: { htpasswd?: string } = {}): Promise<Distribution> {
   const port = await freePort();
   const config = join(dir, 'config.yml');
   await writeFile(
@@ -46,6 +46,9 @@ export async function startDistribution(dir: string): Promise<Distribution> {
       `    rootdirectory: ${join(dir, 'data')}`,
       'http:',
       `  addr: 127.0.0.1:${port}`,
+      ...(options.htpasswd
+        ? ['auth:', '  htpasswd:', '    realm: devpivot-test', `    path: ${options.htpasswd}`]
+        : []),
       '',
     ].join('\n'),
   );
@@ -59,7 +62,8 @@ export async function startDistribution(dir: string): Promise<Distribution> {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`docker-registry exited ${child.exitCode}: ${stderr}`);
     try {
-      if ((await fetch(`${url}/v2/`)).status === 200) break;
+      const status = (await fetch(`${url}/v2/`)).status;
+      if (status === 200 || (options.htpasswd && status === 401)) break;
     } catch {}
     if (Date.now() > deadline) throw new Error(`docker-registry did not answer on ${url}: ${stderr}`);
     await sleep(100);
