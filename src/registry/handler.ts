@@ -35,7 +35,7 @@ export type RegistryListener = RequestListener & {
 export function createRegistry(options: RegistryOptions): RegistryListener {
   const { store, bus } = options;
   const faults: RegistryFaults = options.faults ?? {};
-  const pullThrough = options.pullThrough ? new PullThrough(store, options.pullThrough) : undefined;
+  const pullThrough = options.pullThrough ? new PullThrough(store, options.pullThrough, bus) : undefined;
 
   const listener = ((req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();

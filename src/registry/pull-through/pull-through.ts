@@ -6,6 +6,7 @@
  */
 import { type FileHandle, open } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
+import type { EventBus } from '../../core/bus.js';
 import { digestOf } from '../../oci/digest.js';
 import { ANY_MANIFEST_TYPES, bareMediaType } from '../../oci/media-types.js';
 import { blobUnknown, digestInvalid, manifestUnknown, RegistryError } from '../errors.js';
@@ -36,7 +37,21 @@ export class PullThrough {
   constructor(
     private readonly store: RegistryStore,
     private readonly options: PullThroughOptions,
+    /** Receives one `registry.upstream` per upstream fetch, when it ends. */
+    private readonly bus?: EventBus,
   ) {}
+
+  #fetched(what: 'blob' | 'manifest', repository: string, digest: string, bytes: number, error?: unknown): void {
+    this.bus?.emit({
+      kind: 'registry.upstream',
+      what,
+      repository,
+      digest,
+      outcome: error === undefined ? 'stored' : 'failed',
+      bytes,
+      ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
+    });
+  }
 
   covers(repository: string): boolean {
     return this.options.covers?.(repository) ?? true;
@@ -75,7 +90,17 @@ export class PullThrough {
       pending = this.#startFlight(repository, digest);
       this.#flights.set(digest, pending);
       const forget = () => this.#flights.delete(digest);
-      pending.then((flight) => flight.finished.then(forget), forget);
+      pending.then(
+        (flight) =>
+          flight.finished.then(() => {
+            forget();
+            this.#fetched('blob', repository, digest, flight.written, flight.error);
+          }),
+        (error) => {
+          forget();
+          this.#fetched('blob', repository, digest, 0, error);
+        },
+      );
     }
     const flight = await pending;
     if (flight.state === 'failed') throw flight.error!;
@@ -131,7 +156,16 @@ export class PullThrough {
       pending = this.#fetchManifest(repository, digest);
       this.#manifests.set(key, pending);
       const forget = () => this.#manifests.delete(key);
-      pending.then(forget, forget);
+      pending.then(
+        (manifest) => {
+          forget();
+          this.#fetched('manifest', repository, digest, manifest.bytes.length);
+        },
+        (error) => {
+          forget();
+          this.#fetched('manifest', repository, digest, 0, error);
+        },
+      );
     }
     return pending;
   }
