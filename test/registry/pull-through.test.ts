@@ -174,6 +174,27 @@ test.serial('a blob that does not match its digest upstream is not stored and th
   t.true(await embedded.store.hasBlob(layer.digest));
 });
 
+test.serial(
+  'a manifest that does not match its digest upstream is a 502 DIGEST_INVALID and is not stored',
+  async (t) => {
+    const image = images.get('corrupt')!;
+    const path = manifestPath('corrupt', image.manifest.digest);
+    proxy.corrupt.add(path);
+    const bad = await curl([`${embedded.url}${path}`]);
+    proxy.corrupt.delete(path);
+    t.is(bad.status, 502);
+    t.regex(bad.body, /DIGEST_INVALID/);
+    t.is(await embedded.store.getManifest(`${NS}/corrupt`, image.manifest.digest), undefined);
+    const good = await curl([`${embedded.url}${path}`]);
+    t.is(good.status, 200);
+    t.is(good.headers['docker-content-digest'], image.manifest.digest);
+    t.deepEqual(
+      fetches(image.manifest.digest).map((f) => f.split(' ')[0]),
+      ['failed', 'stored'],
+    );
+  },
+);
+
 test.serial('tags, other repositories and HEAD: nothing is stored that was not asked for by digest', async (t) => {
   const image = images.get('other')!;
   const before = proxy.requests.length;

@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import { type FileHandle, rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { digestOfHash, sha256Hash } from '../../oci/digest.js';
-import { digestInvalid, RegistryError } from '../errors.js';
+import { RegistryError } from '../errors.js';
 import type { RegistryStore } from '../store.js';
 
 export type FlightState = 'running' | 'done' | 'failed';
@@ -72,7 +72,11 @@ export class BlobFlight extends EventEmitter {
       if (this.size !== undefined && this.written !== this.size)
         throw new RegistryError(502, 'SIZE_INVALID', `upstream sent ${this.written} bytes, promised ${this.size}`);
       if (actual !== this.digest)
-        throw digestInvalid('upstream content does not match its digest', { expected: this.digest, actual });
+        // 502, not digestInvalid's 400: the client sent nothing wrong, the upstream did.
+        throw new RegistryError(502, 'DIGEST_INVALID', 'upstream content does not match its digest', {
+          expected: this.digest,
+          actual,
+        });
       await store.blobs.commit(this.temp, this.digest);
       await store.repositories.linkBlob(repository, this.digest);
       this.state = 'done';

@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { EventBus } from '../../core/bus.js';
 import { digestOf } from '../../oci/digest.js';
 import { ANY_MANIFEST_TYPES, bareMediaType } from '../../oci/media-types.js';
-import { blobUnknown, digestInvalid, manifestUnknown, RegistryError } from '../errors.js';
+import { blobUnknown, manifestUnknown, RegistryError } from '../errors.js';
 import { MAX_MANIFEST_BYTES } from '../manifest.js';
 import type { StoredManifest } from '../storage/repository-index.js';
 import type { RegistryStore } from '../store.js';
@@ -194,7 +194,10 @@ export class PullThrough {
     }
     const actual = digestOf(bytes);
     if (actual !== digest)
-      throw digestInvalid('upstream manifest does not match its digest', { expected: digest, actual });
+      throw new RegistryError(502, 'DIGEST_INVALID', 'upstream manifest does not match its digest', {
+        expected: digest,
+        actual,
+      });
     const mediaType = bareMediaType(response.headers.get('content-type') ?? undefined);
     return this.store.repositories.putPulledManifest(repository, digest, bytes, mediaType || undefined);
   }
