@@ -10,7 +10,8 @@ const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const started = Date.now();
 
 // Debian packages: the VM stack, the image tools, and docker-registry (distribution 2.8) as the reference peer
-// for registry tests and benchmarks only.
+// for registry tests and benchmarks and the upstream of the pull-through tests; python3 (tomllib, 3.11+) parses
+// the mirror drop-in in its unit test.
 const PACKAGES = [
   'qemu-system-x86',
   'qemu-utils',
@@ -38,6 +39,7 @@ const PACKAGES = [
   'jq',
   'curl',
   'docker-registry',
+  'python3',
 ];
 
 function say(message) {

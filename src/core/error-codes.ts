@@ -153,6 +153,10 @@ const CATALOG = {
     title: 'The legacy driver needs the image by digest',
     hint: 'use HOST:PORT/REPO@sha256:… (devpivot build prints it)',
   },
+  IGNITION_MIRROR: {
+    title: 'Invalid registry mirror',
+    hint: 'mirror prefixes are host[:port]/path; mirror mode needs registries.conf.d drop-ins (Ignition spec 3)',
+  },
   IGNITION_REGISTRY: {
     title: 'Invalid registry address',
     hint: 'write HOST:PORT as the guest reaches it, e.g. 10.0.2.2:5000',
@@ -213,6 +217,10 @@ const CATALOG = {
   DENIED: { title: 'Requested access to the resource is denied' },
   UNSUPPORTED: { title: 'The operation is unsupported' },
   TOOMANYREQUESTS: { title: 'Too many requests' },
+  UNAVAILABLE: {
+    title: 'The registry cannot serve it now (its pull-through upstream failed)',
+    hint: 'check that the upstream registry is up and its credentials (auth.json), then retry',
+  },
 } satisfies Record<string, ErrorInfo>;
 
 export type ErrorCode = keyof typeof CATALOG;

@@ -31,6 +31,17 @@ export type DevpivotEvent =
       client: string;
     }
   | { kind: 'registry.stopped'; url: string }
+  /** One fetch from the pull-through upstream, when it ends (registry/pull-through/pull-through.ts). */
+  | {
+      kind: 'registry.upstream';
+      what: 'blob' | 'manifest';
+      repository: string;
+      digest: string;
+      /** `stored`: verified and in the store; `failed`: nothing stored (`error` says why). */
+      outcome: 'stored' | 'failed';
+      bytes: number;
+      error?: string;
+    }
   | { kind: 'blob.progress'; repository: string; digest: string; sent: number; total: number; client: string }
   // oscontainers
   | { kind: 'image.progress'; ref: string; phase: string; done: number; total: number | null }

@@ -25,6 +25,8 @@ export interface RegistryHandle {
 /** The embedded registry as the engine starts it: on loopback only, with its storage directory and the bus. */
 export type LoopbackRegistryOptions = Required<Pick<StartRegistryOptions, 'port' | 'storage' | 'bus'>> & {
   host: '127.0.0.1';
+  /** Mirror mode with an upstream: fill misses under these repository paths from it (engine/mirror.ts). */
+  pullThrough?: { upstream: string; paths: string[] };
 };
 
 /** What an oscontainer is built from: a commit of an ostree repository, or a root filesystem tree. */
@@ -72,7 +74,7 @@ export interface IgnitionRequest {
   image?: string;
   /** The Ignition spec to write: the node's (the engine always passes it); the generator's default when omitted. */
   spec?: string;
-  registry: { hostPort: string; insecure: boolean };
+  registry: { hostPort: string; insecure: boolean; mirrors?: { prefix: string; path: string }[] };
   kernelArgs?: { add: string[]; delete: string[] };
   /** Public keys for the `core` user (`passwd.users`), on every node, with or without a pivot target. */
   sshKeys?: string[];

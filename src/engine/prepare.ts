@@ -13,6 +13,7 @@ import { newSessionId } from '../vm/sessions.js';
 import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { Deps, FixtureArtifacts, PushedImage, RegistryHandle } from './deps.js';
 import { fixtureVersion, resolveImage } from './images.js';
+import { mirroredPull } from './mirror.js';
 import { SessionAccess } from './ssh-access.js';
 
 /** What a run made and holds: prepare fills it, steps use it, cleanup removes it. */
@@ -33,10 +34,18 @@ export interface World {
   access?: SessionAccess;
   /** The registry as guests reach it: `10.0.2.2:PORT`. */
   guestRegistry?: string;
+  /** Oscontainers the guest names by their upstream repository (mirror mode, engine/mirror.ts), by scenario name. */
+  readonly guestNames: Map<string, string>;
 }
 
 export function emptyWorld(): World {
-  return { images: new Map(), diskOf: new Map(), ignitionOf: new Map(), imageCommits: new Map() };
+  return {
+    images: new Map(),
+    diskOf: new Map(),
+    ignitionOf: new Map(),
+    imageCommits: new Map(),
+    guestNames: new Map(),
+  };
 }
 
 export interface PrepareContext {
@@ -62,11 +71,15 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
       PHASE_DEADLINES.registry,
       signal,
       async () => {
+        const mirror = spec.mirror;
         world.registry = await deps.startRegistry({
           host: '127.0.0.1',
           port: 0,
           storage: join(context.stateDir, 'registry'),
           bus,
+          ...(mirror?.upstream
+            ? { pullThrough: { upstream: mirror.upstream, paths: mirror.prefixes.map((p) => p.path) } }
+            : {}),
         });
         world.registryUrl = world.registry.url;
       },
@@ -111,13 +124,16 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   await world.access.reserve(scenario.nodes.map((def) => def.name));
   const sshKeys = world.access.key ? [world.access.key.publicKey] : [];
   for (const def of scenario.nodes) {
-    const target = def.pivot ? world.images.get(def.pivot)! : undefined;
-    const repository = def.pivot ? repositoryName(def.pivot) : undefined;
+    const mirrors = spec.kind === 'embedded' ? spec.mirror?.prefixes : undefined;
     const config = deps.generateIgnition({
       driver: def.driver,
-      ...(target ? { image: `${guestRegistry}/${repository}@${target.digest}` } : {}),
+      ...(def.pivot ? { image: guestPullspec(world, def.pivot) } : {}),
       spec: def.ignitionSpec,
-      registry: { hostPort: guestRegistry, insecure: registryUrl.startsWith('http:') },
+      registry: {
+        hostPort: guestRegistry,
+        insecure: registryUrl.startsWith('http:'),
+        ...(mirrors?.length ? { mirrors } : {}),
+      },
       ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
       ...(sshKeys.length > 0 ? { sshKeys } : {}),
       ...(def.ignition ? { extra: def.ignition } : {}),
@@ -192,8 +208,21 @@ async function oscontainer(
             bus,
             signal,
           });
-        case 'pull':
-          return deps.pullOscontainer({ ref: source.ref, registry, repository, bus, signal });
+        case 'pull': {
+          const scenarioRegistry = context.scenario.registry;
+          const mirrored = mirroredPull(
+            scenarioRegistry.kind === 'embedded' ? scenarioRegistry.mirror : undefined,
+            source.ref,
+          );
+          if (mirrored) world.guestNames.set(name, mirrored.guestName);
+          return deps.pullOscontainer({
+            ref: mirrored?.source ?? source.ref,
+            registry,
+            repository: mirrored?.repository ?? repository,
+            bus,
+            signal,
+          });
+        }
       }
     },
   );
@@ -211,6 +240,16 @@ export function repositoryName(name: string): string {
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-|-$/g, '')}`;
+}
+
+/**
+ * The pullspec a guest uses for an oscontainer, by digest: the upstream name in mirror mode (the guest's drop-in
+ * sends it to the embedded registry), else the embedded registry as the guest reaches it.
+ */
+export function guestPullspec(world: World, name: string): string {
+  const image = world.images.get(name)!;
+  const repository = world.guestNames.get(name) ?? `${world.guestRegistry}/${repositoryName(name)}`;
+  return `${repository}@${image.digest}`;
 }
 
 /** host:port of a registry as the guest reaches it: the host's loopback is 10.0.2.2 under user networking. */

@@ -2,10 +2,11 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateIgnition } from '../ignition/index.js';
 import { buildFixture } from '../images/fixture.js';
-import { buildAndPush, mirrorOscontainer, RegistryClient } from '../oscontainer/index.js';
+import { buildAndPush, mirrorOscontainer, RegistryClient, upstreamClient } from '../oscontainer/index.js';
 import { startRegistry } from '../registry/index.js';
 import { openHost } from '../vm/index.js';
 import type { Deps, PushedImage } from './deps.js';
+import { underPaths } from './mirror.js';
 import { ensureSessionKey } from './ssh.js';
 
 /**
@@ -17,8 +18,21 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
   const env = options.env ?? process.env;
   const buildCache = join(options.stateDir, 'oscontainer-builds.json');
   return {
-    async startRegistry({ host, port, storage, bus }) {
-      return startRegistry({ host, port, storage, bus });
+    async startRegistry({ host, port, storage, bus, pullThrough }) {
+      return startRegistry({
+        host,
+        port,
+        storage,
+        bus,
+        ...(pullThrough
+          ? {
+              pullThrough: {
+                upstream: upstreamClient(pullThrough.upstream, { env }),
+                covers: (repository: string) => underPaths(pullThrough.paths, repository),
+              },
+            }
+          : {}),
+      });
     },
 
     async buildOscontainer({ source, format = 'legacy', registry, repository, bus, signal }) {

@@ -13,7 +13,7 @@ import {
 import { formatDuration } from '../steps/units.js';
 import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { NodeWatches } from './node-watch.js';
-import { repositoryName, type World } from './prepare.js';
+import { guestPullspec, type World } from './prepare.js';
 import { runOverSsh, type SshTarget } from './ssh.js';
 import { AS_ROOT, pivotRequestScript, REBOOT_MARKER } from './ssh-pivot.js';
 import type { StagedWatchdog } from './staged-watchdog.js';
@@ -146,7 +146,7 @@ export class EngineRuntime implements StepRuntime {
     const target = this.#sshTarget(node);
     const image = this.world.images.get(to);
     if (!image || !this.world.guestRegistry) throw new StepFailure(`oscontainer ${to} is not in the registry`);
-    const pullspec = `${this.world.guestRegistry}/${repositoryName(to)}@${image.digest}`;
+    const pullspec = guestPullspec(this.world, to);
     const script = pivotRequestScript(this.watches.get(node).def.driver, pullspec, to);
     const watch = this.watches.get(node);
     watch.cursor = watch.log.length;

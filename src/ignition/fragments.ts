@@ -3,6 +3,7 @@
  * users. `render.ts` turns them into a spec 3 or spec 2 config.
  */
 import { UsageError } from '../core/errors.js';
+import { type MirrorPrefix, mirrorFragment } from './mirror-fragment.js';
 import { REPORT_SCRIPT, UPDATE_UNITS } from './report-script.js';
 
 export type PivotDriver = 'legacy' | 'rpm-ostree' | 'bootc';
@@ -39,6 +40,8 @@ export interface RegistryTrust {
   insecure?: boolean;
   /** Or trust this CA (PEM) for the registry's TLS certificate. */
   caPem?: string;
+  /** Mirror mode: prefixes whose digest pulls go to this registry (mirror-fragment.ts). */
+  mirrors?: MirrorPrefix[];
 }
 
 /** `ADD:x` / `DELETE:x` (or `ADD x`) → `{op, arg}`. */
@@ -224,6 +227,16 @@ export function trustFragment(trust: RegistryTrust, options: { legacyRegistriesC
         mode: 0o644,
       });
     }
+  }
+  if (trust.mirrors?.length) {
+    // The v1 registries.conf of spec-2 guests has no mirrors, and their containers/image reads no drop-ins.
+    if (options.legacyRegistriesConf)
+      throw new UsageError(
+        'mirror mode needs Ignition spec 3: spec-2 guests read a v1 registries.conf, which has no mirrors',
+        undefined,
+        'IGNITION_MIRROR',
+      );
+    fragment.files.push(...mirrorFragment(trust.mirrors, trust.hostPort, trust.insecure === true).files);
   }
   if (trust.caPem) {
     fragment.files.push({

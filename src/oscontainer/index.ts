@@ -20,3 +20,4 @@ export { type LocalImageStore, type PushOptions, type PushResult, pushOscontaine
 export { RegistryClient, type RegistryClientOptions } from './registry-client.js';
 export { type Credentials, findCredentials } from './transport/credentials.js';
 export { isLoopback } from './transport/scheme.js';
+export { type UpstreamClient, upstreamClient } from './transport/upstream-client.js';

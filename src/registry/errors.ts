@@ -19,7 +19,9 @@ export type RegistryErrorCode =
   | 'UNAUTHORIZED'
   | 'DENIED'
   | 'UNSUPPORTED'
-  | 'TOOMANYREQUESTS';
+  | 'TOOMANYREQUESTS'
+  /** distribution's errcode.ErrorCodeUnavailable (503): a pull-through upstream failed. */
+  | 'UNAVAILABLE';
 
 const HINTS: Partial<Record<RegistryErrorCode, string>> = {
   MANIFEST_BLOB_UNKNOWN: 'push every config and layer blob (and every child manifest of an index) before the manifest',

@@ -3,6 +3,7 @@ import type { EventBus } from '../core/bus.js';
 import type { RegistryFaults } from './blob-stream.js';
 import { RegistryError } from './errors.js';
 import { type RequestContext, sendError } from './handlers/context.js';
+import { PullThrough, type PullThroughOptions } from './pull-through/pull-through.js';
 import { dispatch } from './routes.js';
 import type { RegistryStore } from './store.js';
 
@@ -15,10 +16,16 @@ export interface RegistryOptions {
   bus?: EventBus;
   /** Initial faults; the returned listener's `faults` object is the live one. */
   faults?: RegistryFaults;
+  /** Fill misses (blobs, manifests by digest) from this upstream (pull-through/pull-through.ts). */
+  pullThrough?: PullThroughOptions;
 }
 
 /** A Node request listener that is also a handle on the live fault settings and the store. */
-export type RegistryListener = RequestListener & { faults: RegistryFaults; store: RegistryStore };
+export type RegistryListener = RequestListener & {
+  faults: RegistryFaults;
+  store: RegistryStore;
+  pullThrough: PullThrough | undefined;
+};
 
 /**
  * The OCI distribution API (v1.1) as a Node request listener: the route table (routes.ts) picks a handler by
@@ -28,6 +35,7 @@ export type RegistryListener = RequestListener & { faults: RegistryFaults; store
 export function createRegistry(options: RegistryOptions): RegistryListener {
   const { store, bus } = options;
   const faults: RegistryFaults = options.faults ?? {};
+  const pullThrough = options.pullThrough ? new PullThrough(store, options.pullThrough, bus) : undefined;
 
   const listener = ((req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();
@@ -42,6 +50,7 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
       uploads: store.uploads,
       bus,
       faults,
+      pullThrough,
     };
     res.setHeader('Docker-Distribution-API-Version', 'registry/2.0');
     res.on('close', () => {
@@ -71,5 +80,6 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
   }) as RegistryListener;
   listener.faults = faults;
   listener.store = store;
+  listener.pullThrough = pullThrough;
   return listener;
 }

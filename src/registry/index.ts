@@ -9,6 +9,12 @@ export { parseDigest } from './digest.js';
 export { RegistryError, type RegistryErrorCode } from './errors.js';
 export { collectGarbage, type GcOptions, type GcResult } from './gc.js';
 export { createRegistry, type RegistryListener, type RegistryOptions } from './handler.js';
+export {
+  PullThrough,
+  type PullThroughOptions,
+  type PullThroughStats,
+} from './pull-through/pull-through.js';
+export type { Upstream } from './pull-through/upstream.js';
 export { type RunningRegistry, type StartRegistryOptions, startRegistry } from './server.js';
 export {
   type BlobInfo,

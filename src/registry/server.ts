@@ -4,6 +4,7 @@ import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
 import type { RegistryFaults } from './blob-stream.js';
 import { createRegistry, type RegistryListener } from './handler.js';
+import type { PullThroughOptions } from './pull-through/pull-through.js';
 import { RegistryStore, type StoreOptions } from './store.js';
 
 export interface StartRegistryOptions extends StoreOptions {
@@ -15,6 +16,8 @@ export interface StartRegistryOptions extends StoreOptions {
   storage: string;
   bus?: EventBus;
   faults?: RegistryFaults;
+  /** Pull-through: fill misses from an upstream (pull-through/pull-through.ts). */
+  pullThrough?: PullThroughOptions;
 }
 
 export interface RunningRegistry {
@@ -63,7 +66,12 @@ function listen(server: Server, port: number, host: string): Promise<void> {
 export async function startRegistry(options: StartRegistryOptions): Promise<RunningRegistry> {
   const host = options.host ?? '127.0.0.1';
   const store = await RegistryStore.open(options.storage, options);
-  const listener = createRegistry({ store, bus: options.bus, faults: options.faults });
+  const listener = createRegistry({
+    store,
+    bus: options.bus,
+    faults: options.faults,
+    ...(options.pullThrough ? { pullThrough: options.pullThrough } : {}),
+  });
   let server: Server | undefined;
   let port = options.port ?? 0;
   // Sessions idle for uploadTtlMs are removed periodically while listening, not only at start.

@@ -10,6 +10,7 @@ export const jsonFormatters: EventFormatters<string> = {
   'registry.listening': line,
   'registry.request': line,
   'registry.stopped': line,
+  'registry.upstream': line,
   'blob.progress': line,
   'image.progress': line,
   'image.built': line,

@@ -14,6 +14,7 @@ export const junitFormatters: EventFormatters<Note> = {
   'registry.listening': none,
   'registry.request': none,
   'registry.stopped': none,
+  'registry.upstream': none,
   'blob.progress': none,
   'image.progress': none,
   'image.built': none,

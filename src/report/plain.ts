@@ -21,6 +21,10 @@ export const plainFormatters: EventFormatters<string | null> = {
   'registry.listening': (e) => `registry listening on ${e.url} (storage ${e.storage})`,
   'registry.request': () => null,
   'registry.stopped': (e) => `registry stopped (${e.url})`,
+  'registry.upstream': (e) =>
+    e.outcome === 'failed'
+      ? `registry: upstream ${e.what} ${e.repository}@${e.digest} failed: ${e.error ?? '?'}`
+      : null,
   'blob.progress': (e) =>
     e.sent >= e.total ? `${e.client} pulled ${e.repository}@${short(e.digest)} (${mib(e.total)})` : null,
   'image.progress': () => null,

@@ -19,7 +19,14 @@ export type OscontainerSource =
   | { kind: 'build-rootfs'; rootfs: string; version?: string; format?: OscontainerFormat }
   | { kind: 'pull'; ref: string };
 
-export type RegistrySpec = { kind: 'embedded' } | { kind: 'external'; url: string };
+/** Mirror mode (docs/PROTOCOLS.md "Mirror mode"): guests keep upstream pullspecs under these prefixes. */
+export interface MirrorSpec {
+  prefixes: { prefix: string; path: string }[];
+  /** Registry base URL the embedded registry pulls through from (and `pull:` fills from). */
+  upstream?: string;
+}
+
+export type RegistrySpec = { kind: 'embedded'; mirror?: MirrorSpec } | { kind: 'external'; url: string };
 
 export interface NodeDef {
   name: string;

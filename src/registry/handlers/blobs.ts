@@ -2,6 +2,7 @@ import { sendBlob } from '../blob-stream.js';
 import { parseDigest } from '../digest.js';
 import { blobUnknown, RegistryError } from '../errors.js';
 import { type RequestContext, send } from './context.js';
+import { pullBlob } from './pull-through.js';
 
 /** Parse a single `Range: bytes=a-b` (RFC 9110 §14.1.2). Multi-range and malformed headers are ignored (200). */
 function parseRange(
@@ -36,7 +37,7 @@ function parseRange(
  */
 export async function handleBlobGet(ctx: RequestContext, name: string, ref: string): Promise<void> {
   const digest = parseDigest(ref);
-  if (!(await ctx.repositories.blobInRepo(name, digest))) throw blobUnknown(digest);
+  if (!(await ctx.repositories.blobInRepo(name, digest)) && (await pullBlob(ctx, name, digest))) return;
   const opened = await ctx.blobs.open(digest);
   if (!opened) throw blobUnknown(digest);
   const { handle, size } = opened;

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EventBus } from '../../core/bus.js';
 import type { RegistryFaults } from '../blob-stream.js';
 import { RegistryError } from '../errors.js';
+import type { PullThrough } from '../pull-through/pull-through.js';
 import type { BlobPool } from '../storage/blob-pool.js';
 import type { RepositoryIndex } from '../storage/repository-index.js';
 import type { UploadSessions } from '../storage/upload-sessions.js';
@@ -23,6 +24,8 @@ export interface RequestContext {
   uploads: UploadSessions;
   bus: EventBus | undefined;
   faults: RegistryFaults;
+  /** Set when the registry fills misses from an upstream (pull-through/pull-through.ts). */
+  pullThrough?: PullThrough | undefined;
 }
 
 /** A handler of one method on one route: `name` is the validated repository name, `ref` the decoded reference. */

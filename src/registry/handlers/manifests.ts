@@ -3,6 +3,7 @@ import { parseDigest } from '../digest.js';
 import { manifestUnknown, nameUnknown, RegistryError } from '../errors.js';
 import { MAX_MANIFEST_BYTES } from '../manifest.js';
 import { type RequestContext, readBody, send } from './context.js';
+import { pullManifest } from './pull-through.js';
 
 /** Spec "Pulling manifests": honour Accept only when it names manifest types and none of them is stored. */
 function acceptable(acceptHeader: string | undefined, mediaType: string): boolean {
@@ -15,7 +16,7 @@ function acceptable(acceptHeader: string | undefined, mediaType: string): boolea
 /** `GET`/`HEAD /v2/<name>/manifests/<tag or digest>`: the bytes as pushed, with their media type and digest. */
 export async function handleManifestGet(ctx: RequestContext, name: string, ref: string): Promise<void> {
   if (ref.includes(':')) parseDigest(ref);
-  const manifest = await ctx.repositories.getManifest(name, ref);
+  const manifest = (await ctx.repositories.getManifest(name, ref)) ?? (await pullManifest(ctx, name, ref));
   if (!manifest) throw (await ctx.repositories.hasRepository(name)) ? manifestUnknown(ref) : nameUnknown(name);
   if (!acceptable(ctx.req.headers.accept, manifest.mediaType))
     throw new RegistryError(404, 'MANIFEST_UNKNOWN', `manifest is a ${manifest.mediaType}, not an accepted type`, {

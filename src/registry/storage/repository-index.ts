@@ -146,6 +146,27 @@ export class RepositoryIndex {
   }
 
   /**
+   * Store a manifest a pull-through cache fetched by digest (pull-through/pull-through.ts), verified by the caller.
+   * Unlike a push its blobs need not be present: they are fetched from the upstream when asked for.
+   */
+  async putPulledManifest(
+    repo: string,
+    digest: string,
+    bytes: Uint8Array,
+    mediaType?: string,
+  ): Promise<StoredManifest> {
+    const parsed = parseManifest(bytes, mediaType);
+    if (digestOf(bytes) !== digest) throw digestInvalid('manifest does not match its digest', { expected: digest });
+    if (!(await this.blobs.has(digest))) await this.blobs.put(bytes, digest);
+    await writeAtomic(
+      this.layout.temp(),
+      this.layout.revision(repo, digest),
+      JSON.stringify({ mediaType: parsed.mediaType }),
+    );
+    return { digest, mediaType: parsed.mediaType, bytes: Buffer.from(bytes) };
+  }
+
+  /**
    * Delete by tag (only the tag) or by digest (the manifest, every tag pointing at it, and its referrer entry).
    * Throws MANIFEST_UNKNOWN when absent.
    */

@@ -1,0 +1,56 @@
+/**
+ * A mirror prefix of `registry: { mirror: [...] }`: `host[:port]/path`, as the containers reference grammar spells
+ * a repository name (containers/image docker/reference/regexp.go: domain components joined by `.`, an optional
+ * port; path components `[a-z0-9]+` joined by `.`, `_`, `__` or dashes), the form `prefix` takes in
+ * containers-registries.conf(5) (containers/image docs/containers-registries.conf.5.md, f28c9038). The first
+ * component names a host only when it has a `.` or a `:` or is `localhost` (docker/reference/normalize.go):
+ * anything else would be read as a Docker Hub namespace.
+ */
+import type { Node } from 'yaml';
+import type { DocumentReader } from './reader.js';
+
+const DOMAIN_COMPONENT = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
+const DOMAIN = new RegExp(`^${DOMAIN_COMPONENT}(?:\\.${DOMAIN_COMPONENT})*(?::[0-9]+)?$`);
+const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
+
+/** The embedded registry's own repositories (docs/PROTOCOLS.md "Mirror mode"): no mirror may claim them. */
+const RESERVED = 'devpivot';
+
+export interface MirrorPrefix {
+  /** As written: `quay.io/openshift-release-dev`. */
+  prefix: string;
+  /** The repository path without the host: `openshift-release-dev`, where the embedded registry holds it. */
+  path: string;
+}
+
+export function readMirrorPrefix(r: DocumentReader, node: Node | null, what: string): MirrorPrefix {
+  const text = r.string(node, what);
+  const example = 'like quay.io/openshift-release-dev';
+  if (text.includes('*')) r.fail(node, `${what} '${text}' has a wildcard`, `mirror whole namespaces, ${example}`);
+  if (/[@]|:[^/]*$/.test(text.split('/').slice(1).join('/')))
+    r.fail(node, `${what} '${text}' names a tag or digest`, `a prefix is a repository namespace, ${example}`);
+  const [host = '', ...path] = text.split('/');
+  if (!DOMAIN.test(host) || !(host.includes('.') || host.includes(':') || host === 'localhost'))
+    r.fail(node, `${what} '${text}' does not start with a registry host`, example);
+  if (path.length === 0 || (path.length === 1 && path[0] === ''))
+    r.fail(
+      node,
+      `${what} '${text}' names a whole registry`,
+      `the embedded registry holds mirrored content under the prefix's path: name a namespace, ${example}`,
+    );
+  const bad = path.find((component) => !PATH_COMPONENT.test(component));
+  if (bad !== undefined)
+    r.fail(
+      node,
+      `${what} '${text}' has an invalid path component '${bad}'`,
+      'lowercase letters and digits, joined by . _ __ or -',
+    );
+  if (path[0] === RESERVED)
+    r.fail(node, `${what} '${text}' uses the path '${RESERVED}/'`, "devpivot's own oscontainers live there");
+  return { prefix: text, path: path.join('/') };
+}
+
+/** Whether one repository path is `other` or lies under it. */
+export function pathWithin(path: string, other: string): boolean {
+  return path === other || path.startsWith(`${other}/`);
+}
