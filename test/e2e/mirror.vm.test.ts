@@ -1,0 +1,63 @@
+/**
+ * scenarios/mirror.yaml end to end: a loopback distribution registry plays quay.io (the shipped file's
+ * `upstream:` port is replaced by this test's own), holding fixture v2 under openshift-release-dev/. The guest
+ * keeps the upstream pullspec, its registries.conf.d drop-in sends the digest pull to the embedded registry, and
+ * nothing reaches past the registry: no blocked destination is logged, and every upstream request came from
+ * devpivot itself (through the counting proxy), each blob at most once.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { loadFixture } from '../../src/images/fixture.js';
+import { buildAndPush } from '../../src/oscontainer/index.js';
+import { repoRoot } from '../helpers/cli.js';
+import { type CountingProxy, type Distribution, startCountingProxy, startDistribution } from '../registry/upstream.js';
+import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
+
+let dir: string;
+let upstream: Distribution;
+let proxy: CountingProxy;
+
+test.before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'devpivot-mirror-vm-'));
+  await mkdir(join(dir, 'upstream'));
+  upstream = await startDistribution(join(dir, 'upstream'));
+  proxy = await startCountingProxy(upstream.url);
+});
+
+test.after.always(async () => {
+  await proxy?.close();
+  await upstream?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+test.serial('mirror: the guest pulls quay.io/openshift-release-dev/… by digest from the embedded mirror', async (t) => {
+  const fixture = await loadFixture();
+  const v2 = fixture.versions.find((entry) => entry.version === '2')!;
+  // Straight into the upstream, not through the proxy: the proxy counts only what devpivot fetches.
+  const pushed = await buildAndPush({
+    repo: fixture.repo,
+    commit: v2.commit,
+    target: `${upstream.host}/openshift-release-dev/devpivot-fixture:2`,
+  });
+  const shipped = await readFile(`${repoRoot}scenarios/mirror.yaml`, 'utf8');
+  t.regex(shipped, /upstream: http:\/\/127\.0\.0\.1:5999\n/);
+  const file = join(dir, 'mirror.yaml');
+  await writeFile(file, shipped.replace('http://127.0.0.1:5999', proxy.url));
+
+  const run = await runScenarioCli('mirror', { file });
+  t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
+  t.deepEqual(bootedVersions(run.events), ['1', '2']);
+  const targets = run.events.flatMap((e) => (e.kind === 'guest.pivot' ? [e.target] : []));
+  t.true(targets.length > 0);
+  for (const target of targets) t.is(target, `quay.io/openshift-release-dev/devpivot-fixture@${pushed.digest}`);
+  const blocked = run.events.filter((e) => e.kind === 'log' && /tried to reach .*: blocked/.test(e.message));
+  t.deepEqual(blocked, []);
+  // devpivot's `pull:` resolved the tag and copied the image once; each blob left the upstream at most once.
+  const blobGets = proxy.requests.filter((r) => /^GET \/v2\/openshift-release-dev\/devpivot-fixture\/blobs\//.test(r));
+  t.true(blobGets.length > 0, proxy.requests.join('\n'));
+  t.is(new Set(blobGets).size, blobGets.length, blobGets.join('\n'));
+  t.true(proxy.requests.every((r) => / \/v2\//.test(r)));
+  t.deepEqual(leftoverDomains('mirror'), []);
+});
