@@ -4,25 +4,14 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freeLoopbackPort } from '../../src/core/free-port.js';
 
 export interface DockerRegistry {
   hostPort: string;
   storage: string;
   stop(): Promise<void>;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export const TEST_USER = 'devpivot';
@@ -53,7 +42,7 @@ async function waitUp(url: string, child: ChildProcess, log: () => string): Prom
 
 export async function startDockerRegistry(auth: RegistryAuth = {}): Promise<DockerRegistry> {
   const dir = await mkdtemp(join(tmpdir(), 'devpivot-test-dreg-'));
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const lines = [
     'version: 0.1',
     'log: {level: error}',

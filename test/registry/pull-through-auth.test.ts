@@ -3,32 +3,22 @@
  * registry logs in with what the auth files hold, as `devpivot pull` does; without them the client gets a 503.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { upstreamClient } from '../../src/oscontainer/index.js';
 import { startRegistry } from '../../src/registry/index.js';
+import { type DockerRegistry, startDockerRegistry, TEST_PASSWORD, TEST_USER } from '../oscontainer/docker-registry.js';
 import { curl, makeImage, run, tempDir, writeOciLayout } from './helpers.js';
-import { type Distribution, startDistribution } from './upstream.js';
 
 let work: string;
-let upstream: Distribution;
+let upstream: DockerRegistry;
 const image = makeImage([50_000]);
 const REPO = 'openshift-release-dev/private';
 
 test.before(async () => {
   work = await tempDir('devpivot-pull-through-auth-');
-  await mkdir(join(work, 'upstream'));
-  // bcrypt, the only hash distribution's htpasswd accepts (glibc's crypt through Python).
-  const hash = await run('python3', [
-    '-W',
-    'ignore',
-    '-c',
-    "import crypt; print(crypt.crypt('s3cret', crypt.mksalt(crypt.METHOD_BLOWFISH)))",
-  ]);
-  if (hash.code !== 0 || !hash.stdout.startsWith('$2')) throw new Error(`no bcrypt: ${hash.stderr}`);
-  await writeFile(join(work, 'htpasswd'), `puller:${hash.stdout.trim()}\n`);
-  upstream = await startDistribution(join(work, 'upstream'), { htpasswd: join(work, 'htpasswd') });
+  upstream = await startDockerRegistry({ htpasswd: true });
   const layout = join(work, 'layout');
   await writeOciLayout(layout, image.manifest, [image.config, ...image.layers]);
   const push = await run('skopeo', [
@@ -37,9 +27,9 @@ test.before(async () => {
     '--preserve-digests',
     '--dest-tls-verify=false',
     '--dest-creds',
-    'puller:s3cret',
+    `${TEST_USER}:${TEST_PASSWORD}`,
     `oci:${layout}:latest`,
-    `docker://${upstream.host}/${REPO}:latest`,
+    `docker://${upstream.hostPort}/${REPO}:latest`,
   ]);
   if (push.code !== 0) throw new Error(`skopeo push: ${push.stderr}`);
 });
@@ -53,12 +43,16 @@ test('with the upstream in the auth file the blob pulls through; without it, 503
   const authFile = join(work, 'auth.json');
   await writeFile(
     authFile,
-    JSON.stringify({ auths: { [upstream.host]: { auth: Buffer.from('puller:s3cret').toString('base64') } } }),
+    JSON.stringify({
+      auths: { [upstream.hostPort]: { auth: Buffer.from(`${TEST_USER}:${TEST_PASSWORD}`).toString('base64') } },
+    }),
   );
   const layer = image.layers[0]!;
   const withAuth = await startRegistry({
     storage: join(work, 'with-auth'),
-    pullThrough: { upstream: upstreamClient(upstream.url, { env: { HOME: work, REGISTRY_AUTH_FILE: authFile } }) },
+    pullThrough: {
+      upstream: upstreamClient(`http://${upstream.hostPort}`, { env: { HOME: work, REGISTRY_AUTH_FILE: authFile } }),
+    },
   });
   t.teardown(() => withAuth.stop());
   const out = join(work, 'layer');
@@ -77,7 +71,9 @@ test('with the upstream in the auth file the blob pulls through; without it, 503
   const anonymous = await startRegistry({
     storage: join(work, 'anonymous'),
     pullThrough: {
-      upstream: upstreamClient(upstream.url, { env: { HOME: work, REGISTRY_AUTH_FILE: join(work, 'none.json') } }),
+      upstream: upstreamClient(`http://${upstream.hostPort}`, {
+        env: { HOME: work, REGISTRY_AUTH_FILE: join(work, 'none.json') },
+      }),
     },
   });
   t.teardown(() => anonymous.stop());

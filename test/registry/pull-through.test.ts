@@ -4,20 +4,22 @@
  * however many clients ask at the same time; a corrupt upstream blob is never stored; a dead upstream is a 503.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import type { Stamped } from '../../src/core/events.js';
+import { freeLoopbackPort } from '../../src/core/free-port.js';
 import { mirrorDropIn } from '../../src/ignition/mirror-fragment.js';
 import { upstreamClient } from '../../src/oscontainer/index.js';
 import { type RunningRegistry, startRegistry } from '../../src/registry/index.js';
+import { type DockerRegistry, startDockerRegistry } from '../oscontainer/docker-registry.js';
 import { curl, type Image, makeImage, run, tempDir, writeOciLayout } from './helpers.js';
-import { type CountingProxy, type Distribution, freePort, startCountingProxy, startDistribution } from './upstream.js';
+import { type CountingProxy, startCountingProxy } from './upstream.js';
 
 const NS = 'openshift-release-dev';
 let work: string;
-let upstream: Distribution;
+let upstream: DockerRegistry;
 let proxy: CountingProxy;
 let embedded: RunningRegistry;
 const images = new Map<string, Image>();
@@ -40,7 +42,7 @@ async function pushUpstream(name: string, layerSizes: number[]): Promise<Image> 
     '--preserve-digests',
     '--dest-tls-verify=false',
     `oci:${layout}:latest`,
-    `docker://${upstream.host}/${NS}/${name}:latest`,
+    `docker://${upstream.hostPort}/${NS}/${name}:latest`,
   );
   if (result.code !== 0) throw new Error(`skopeo push: ${result.stderr}`);
   images.set(name, image);
@@ -53,9 +55,8 @@ const sha256 = (bytes: Buffer) => `sha256:${createHash('sha256').update(bytes).d
 
 test.before(async () => {
   work = await tempDir('devpivot-pull-through-');
-  await mkdir(join(work, 'upstream'));
-  upstream = await startDistribution(join(work, 'upstream'));
-  proxy = await startCountingProxy(upstream.url);
+  upstream = await startDockerRegistry();
+  proxy = await startCountingProxy(`http://${upstream.hostPort}`);
   // No auth file of the user's: the upstream is anonymous, and the lookup must not find real credentials.
   const env = { HOME: work, REGISTRY_AUTH_FILE: join(work, 'auth.json') };
   const bus = new EventBus();
@@ -211,7 +212,7 @@ test.serial('tags, other repositories and HEAD: nothing is stored that was not a
 });
 
 test('upstream down: the client gets a 503 UNAVAILABLE naming the upstream', async (t) => {
-  const dead = `http://127.0.0.1:${await freePort()}`;
+  const dead = `http://127.0.0.1:${await freeLoopbackPort()}`;
   const registry = await startRegistry({
     storage: join(work, 'dead-upstream'),
     pullThrough: {

@@ -1,85 +1,9 @@
 /**
- * An upstream for pull-through tests: Debian's `docker-registry` (distribution) on 127.0.0.1 over a temp dir, and a
- * small counting proxy in front of it that records every request and can slow down or corrupt blob bodies.
+ * A counting proxy on 127.0.0.1 in front of a pull-through test's upstream (Debian's docker-registry, started by
+ * test/oscontainer/docker-registry.ts): it records every request and can slow down or corrupt blob bodies.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-
-export const DOCKER_REGISTRY = process.env.DEVPIVOT_DOCKER_REGISTRY ?? '/usr/bin/docker-registry';
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-export interface Distribution {
-  url: string;
-  host: string;
-  process: ChildProcess;
-  stop(): Promise<void>;
-}
-
-/** Start distribution with filesystem storage under `dir`, wait for `/v2/` (with `htpasswd`: Basic auth). */
-export async function startDistribution(dir: string, options: { htpasswd?: string } = {}): Promise<Distribution> {
-  const port = await freePort();
-  const config = join(dir, 'config.yml');
-  await writeFile(
-    config,
-    [
-      'version: 0.1',
-      'log:',
-      '  level: warn',
-      '  accesslog:',
-      '    disabled: true',
-      'storage:',
-      '  filesystem:',
-      `    rootdirectory: ${join(dir, 'data')}`,
-      'http:',
-      `  addr: 127.0.0.1:${port}`,
-      ...(options.htpasswd
-        ? ['auth:', '  htpasswd:', '    realm: devpivot-test', `    path: ${options.htpasswd}`]
-        : []),
-      '',
-    ].join('\n'),
-  );
-  const child = spawn(DOCKER_REGISTRY, ['serve', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (chunk) => {
-    stderr += String(chunk);
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`docker-registry exited ${child.exitCode}: ${stderr}`);
-    try {
-      const status = (await fetch(`${url}/v2/`)).status;
-      if (status === 200 || (options.htpasswd && status === 401)) break;
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`docker-registry did not answer on ${url}: ${stderr}`);
-    await sleep(100);
-  }
-  return {
-    url,
-    host: `127.0.0.1:${port}`,
-    process: child,
-    async stop() {
-      if (child.exitCode !== null || child.pid === undefined) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      process.kill(child.pid, 'SIGTERM');
-      await exited;
-    },
-  };
-}
 
 export interface CountingProxy {
   url: string;
