@@ -31,7 +31,7 @@ steps:
   const failure = run.events.find((e) => e.kind === 'guest.failure');
   t.regex(
     failure && 'reason' in failure ? failure.reason : '',
-    /^the pivot staged \S+ but node1 did not reboot within 3m: pivot reboots only with --reboot or when \/run\/pivot\/reboot-needed exists/,
+    /^the pivot staged \S+ but node1 did not reboot within 2m: pivot reboots only with --reboot or when \/run\/pivot\/reboot-needed exists/,
   );
   t.deepEqual(bootedVersions(run.events), ['1']);
   t.deepEqual(leftoverDomains('staged-no-reboot'), []);
