@@ -23,6 +23,8 @@ export function runScenarioCli(
     onEvent?: (event: Stamped, kill: (signal: NodeJS.Signals) => void) => void;
     /** A scenario file elsewhere (a test's own); `name` then only names the session. */
     file?: string;
+    /** The command and its operands instead of `run FILE` (e.g. `['up', '--os-image', REF]`). */
+    command?: string[];
   } = {},
 ): Promise<ScenarioRun> {
   return new Promise((resolve, reject) => {
@@ -30,8 +32,7 @@ export function runScenarioCli(
       process.execPath,
       [
         binPath,
-        'run',
-        options.file ?? `${repoRoot}scenarios/${name}.yaml`,
+        ...(options.command ?? ['run', options.file ?? `${repoRoot}scenarios/${name}.yaml`]),
         '--json',
         '--session',
         session(name),
