@@ -108,6 +108,14 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   });
   await world.access.reserve(scenario.nodes.map((def) => def.name));
   const sshKeys = world.access.key ? [world.access.key.publicKey] : [];
+  // The fixture's MCO image, once, for the mcd nodes that name none (docs/PROTOCOLS.md "mcd").
+  let fixtureMco: string | undefined;
+  if (scenario.nodes.some((def) => def.driver === 'mcd' && def.pivot && !def.mcoImage)) {
+    const { digest } = await withDeadline('pushing the MCO image', PHASE_DEADLINES.oscontainer, signal, (signal) =>
+      deps.pushMcoImage({ registry: registryUrl, repository: MCO_REPOSITORY, bus, signal }),
+    );
+    fixtureMco = `${guestRegistry}/${MCO_REPOSITORY}@${digest}`;
+  }
   for (const def of scenario.nodes) {
     const target = def.pivot ? world.images.get(def.pivot)! : undefined;
     const repository = def.pivot ? repositoryName(def.pivot) : undefined;
@@ -118,6 +126,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
       ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
       ...(sshKeys.length > 0 ? { sshKeys } : {}),
       ...(def.ignition ? { extra: def.ignition } : {}),
+      ...(def.driver === 'mcd' && target ? { mcoImage: def.mcoImage ?? fixtureMco } : {}),
     });
     world.ignitionOf.set(def.name, JSON.stringify(config));
   }
@@ -197,6 +206,9 @@ async function oscontainer(
 }
 
 const format = (source: { format?: 'legacy' | 'native' }) => (source.format ? { format: source.format } : {});
+
+/** Where the fixture's MCO image is pushed (outside devpivot/, where oscontainers go, so no name collides). */
+export const MCO_REPOSITORY = 'devpivot-fixture/mco';
 
 /** Repository for an oscontainer in our registry: `fixture:2` -> devpivot/fixture-2. */
 export function repositoryName(name: string): string {

@@ -183,11 +183,20 @@ export interface FakeWorld {
   registry: FakeRegistry | undefined;
   ignition: IgnitionRequest[];
   builds: string[];
+  /** Repositories the MCO image was pushed to. */
+  mcoPushes: string[];
 }
 
 /** Deps whose VM host, registry and builder are fakes; Ignition requests are recorded and echoed as JSON. */
 export function fakeDeps(options: FakeOptions = {}): FakeWorld {
-  const world: FakeWorld = { host: undefined, registry: undefined, ignition: [], builds: [], deps: undefined as never };
+  const world: FakeWorld = {
+    host: undefined,
+    registry: undefined,
+    ignition: [],
+    builds: [],
+    mcoPushes: [],
+    deps: undefined as never,
+  };
   const fixture: FixtureArtifacts = {
     disk: '/fixture/v1.qcow2',
     repo: '/fixture/repo',
@@ -211,6 +220,10 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
     },
     async pullOscontainer() {
       throw new Error('not used by these tests');
+    },
+    async pushMcoImage({ repository }) {
+      world.mcoPushes.push(repository);
+      return { digest: `sha256:${'m'.repeat(64)}` };
     },
     generateIgnition(request) {
       world.ignition.push(request);
