@@ -1,0 +1,176 @@
+/**
+ * The fixture's machine-config-daemon stand-in (images/fixture/mco/machine-config-daemon), run on this host with
+ * busybox sh and real jq, its decisions checked through shims for the tools it calls: rpm-ostree, skopeo, podman,
+ * systemd-run, logger, sleep (each records its arguments). The guest's paths are moved under a temporary directory
+ * and logger and sleep are named by path (busybox sh would run its applets): the only rewrites of the script.
+ * --root-mount=/ skips the re-exec into the host, as upstream does for "/".
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { encapsulatedMachineConfig } from '../../src/ignition/mcd-fragment.js';
+import { repoRoot } from '../helpers/cli.js';
+
+const exec = promisify(execFile);
+const TARGET = `10.0.2.2:5000/devpivot/fixture-2@sha256:${'2'.repeat(64)}`;
+const BOOTED = `10.0.2.2:5000/devpivot/fixture-1@sha256:${'1'.repeat(64)}`;
+const CSUM = 'c'.repeat(64);
+
+const SHIMS: Record<string, string> = {
+  'rpm-ostree': `case "$1" in
+  --version) printf "rpm-ostree:\\n Version: '2022.16'\\n Git: x\\n Features:\\n"; for f in $FEATURES; do echo "  - $f"; done ;;
+  status) cat "$T/status.json" ;;
+  *) echo "rpm-ostree $*" >>"$T/calls"; echo done ;;
+esac`,
+  skopeo: 'echo "skopeo $*" >>"$T/calls"; cat "$T/inspect.json"',
+  podman: `echo "podman $*" >>"$T/calls"
+case "$1" in pull) echo imageid ;; create) echo cid ;; mount) echo "$T/mnt" ;; esac`,
+  'systemd-run': 'echo "systemd-run $*" >>"$T/calls"',
+  logger: 'cat >>"$T/journal"',
+  // The retry loop's minute: stop the stand-in instead.
+  sleep: 'echo "sleep $*" >>"$T/calls"; kill -TERM "$PPID"',
+};
+
+interface Case {
+  booted: { customOrigin?: string; containerRef?: string; version: string };
+  labels: Record<string, string>;
+  kernelArguments?: string[];
+  features?: string;
+}
+
+async function runCase(c: Case) {
+  const dir = await mkdtemp(join(tmpdir(), 'devpivot-mcd-'));
+  const shims = join(dir, 'shims');
+  await mkdir(shims);
+  await mkdir(join(dir, 'etc'));
+  for (const [name, body] of Object.entries(SHIMS)) {
+    await writeFile(join(shims, name), `#!/bin/sh\n${body}\n`);
+    await chmod(join(shims, name), 0o755);
+  }
+  const deployment: Record<string, unknown> = { booted: true, checksum: '1'.repeat(64), version: c.booted.version };
+  if (c.booted.customOrigin) deployment['custom-origin'] = [c.booted.customOrigin, 'Managed by pivot tool'];
+  if (c.booted.containerRef) deployment['container-image-reference'] = c.booted.containerRef;
+  await writeFile(join(dir, 'status.json'), JSON.stringify({ deployments: [deployment] }));
+  await writeFile(join(dir, 'inspect.json'), JSON.stringify({ Labels: c.labels }));
+  const encapsulated = join(dir, 'etc', 'ignition-machine-config-encapsulated.json');
+  await writeFile(encapsulated, JSON.stringify(encapsulatedMachineConfig(TARGET, c.kernelArguments ?? [])));
+  const script = (await readFile(join(repoRoot, 'images', 'fixture', 'mco', 'machine-config-daemon'), 'utf8'))
+    .replace('export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root', `export PATH=${shims}:/usr/bin:/bin HOME=${dir}`)
+    .replace('encapsulated=/etc/', `encapsulated=${dir}/etc/`)
+    .replace('kubelet_auth=/var/lib/kubelet/config.json', `kubelet_auth=${dir}/config.json`)
+    .replace('content_base=/run/mco-machine-os-content', `content_base=${dir}/content`)
+    .replaceAll('/usr/lib/fixture/glog.sh', join(repoRoot, 'images', 'fixture', 'guest', 'glog.sh'))
+    // busybox sh runs its own applets before PATH: these two shims are named by path.
+    .replace('| logger', `| ${shims}/logger`)
+    .replace('  sleep 60', `  ${shims}/sleep 60`);
+  await writeFile(join(dir, 'machine-config-daemon'), script);
+  const env = { ...process.env, T: dir, FEATURES: c.features ?? 'rust compose container' };
+  const result = await exec(
+    'busybox',
+    ['sh', join(dir, 'machine-config-daemon'), 'firstboot-complete-machineconfig', '--root-mount=/'],
+    { env },
+  ).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number | null; signal?: string; stdout: string; stderr: string }) => ({
+      code: error.code ?? -1,
+      stdout: error.stdout,
+      stderr: error.stderr,
+    }),
+  );
+  const read = (name: string) => readFile(join(dir, name), 'utf8').catch(() => '');
+  const out = {
+    ...result,
+    calls: (await read('calls')).trim().split('\n').filter(Boolean),
+    journal: await read('journal'),
+    lines: result.stderr
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.replace(/^([IWEF])\d{4} [\d:.]+ +\d+ /, '$1 ')),
+    encapsulated: existsSync(encapsulated),
+    bak: existsSync(`${encapsulated}.bak`),
+  };
+  await rm(dir, { recursive: true, force: true });
+  return out;
+}
+
+test('booted image is the target, no kernel arguments: the file is removed, nothing else runs', async (t) => {
+  const run = await runCase({ booted: { customOrigin: `pivot://${TARGET}`, version: '2' }, labels: {} });
+  t.is(run.code, 0, run.stderr);
+  t.deepEqual(run.calls, []);
+  t.false(run.encapsulated);
+  t.false(run.bak);
+  t.true(run.lines.includes('I daemon.go:1108] rpm-ostree has container feature'));
+  t.true(run.lines.includes(`I daemon.go:262] Booted osImageURL: ${TARGET} (2) ${'1'.repeat(64)}`));
+});
+
+test('native target (ostree.bootable): cleanup -p, rebase by the registry reference, kargs, .bak, reboot', async (t) => {
+  const run = await runCase({
+    booted: { containerRef: `ostree-unverified-registry:${BOOTED}`, version: '1' },
+    labels: { 'ostree.bootable': 'true', 'com.coreos.ostree-commit': CSUM },
+    kernelArguments: ['a=1', 'b'],
+  });
+  t.is(run.code, 0, run.stderr);
+  t.deepEqual(run.calls, [
+    `skopeo inspect docker://${TARGET}`,
+    'rpm-ostree cleanup -p',
+    `rpm-ostree rebase --experimental ostree-unverified-registry:${TARGET}`,
+    'rpm-ostree kargs --append=a=1 --append=b',
+    'systemd-run --unit machine-config-daemon-reboot --description machine-config-daemon: Completing firstboot provisioning to rendered-worker-devpivot /bin/sh -c systemctl reboot',
+  ]);
+  t.false(run.encapsulated);
+  t.true(run.bak);
+  t.true(run.lines.includes(`I daemon.go:262] Booted osImageURL: ${BOOTED} (1) ${'1'.repeat(64)}`));
+  t.true(run.lines.includes(`I update.go:1925] Updating OS to layered image ${TARGET}`));
+  t.true(run.lines.includes(`I rpm-ostree.go:342] Executing rebase to ${TARGET}`));
+  t.true(run.lines.includes('I update.go:1030] Running rpm-ostree [kargs --append=a=1 --append=b]'));
+  t.true(
+    run.lines.includes(
+      'I update.go:2127] initiating reboot: Completing firstboot provisioning to rendered-worker-devpivot',
+    ),
+  );
+  t.regex(run.journal, /^machine-config-daemon\[\d+\]: initiating reboot: Completing firstboot provisioning/m);
+});
+
+test('legacy target: oc is absent, podman pull/create/mount, rebase to REPO:CSUM with the pivot:// origin', async (t) => {
+  const run = await runCase({
+    booted: { customOrigin: `pivot://${BOOTED}`, version: '1' },
+    labels: { 'com.coreos.ostree-commit': CSUM, version: '2' },
+  });
+  t.is(run.code, 0, run.stderr);
+  const rebase = run.calls.find((call) => call.startsWith('rpm-ostree rebase'));
+  t.regex(
+    rebase ?? '',
+    new RegExp(
+      `^rpm-ostree rebase --experimental /\\S+/mnt/srv/repo:${CSUM} --custom-origin-url pivot://${TARGET.replace(/[.]/g, '\\.')} --custom-origin-description Managed by machine-config-operator$`,
+    ),
+  );
+  t.deepEqual(
+    run.calls.filter((call) => call.startsWith('podman')).map((call) => call.split(' ').slice(0, 2).join(' ')),
+    ['podman pull', 'podman create', 'podman mount', 'podman rm', 'podman rmi'],
+  );
+  t.false(
+    run.calls.some((call) => call.includes('cleanup')),
+    'the legacy path does not clean up first',
+  );
+  t.true(run.lines.includes('I update.go:289] Falling back to using podman cp to fetch OS image content'));
+  t.true(run.lines.includes(`I rpm-ostree.go:208] Previous pivot: ${BOOTED}`));
+  t.true(run.lines.includes(`I rpm-ostree.go:240] Pivoting to: 2 (${CSUM})`));
+  t.true(run.bak);
+});
+
+test('rpm-ostree without the container feature: an error, then a retry a minute later', async (t) => {
+  const run = await runCase({
+    booted: { customOrigin: `pivot://${BOOTED}`, version: '1' },
+    labels: {},
+    features: 'rust compose',
+  });
+  t.not(run.code, 0);
+  t.true(run.calls.includes('sleep 60'));
+  t.true(run.lines.some((line) => /^W firstboot_complete_machineconfig\.go:65\] error: .*deploy-from-self/.test(line)));
+  t.true(run.lines.includes('I firstboot_complete_machineconfig.go:66] Sleeping 1 minute for retry'));
+  t.true(run.encapsulated, 'the MachineConfig is kept for the retry');
+});
