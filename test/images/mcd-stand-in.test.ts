@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
+import { classify, type GuestEvent, initialState } from '../../src/engine/classifier.js';
 import { encapsulatedMachineConfig } from '../../src/ignition/mcd-fragment.js';
 import { repoRoot } from '../helpers/cli.js';
 
@@ -24,6 +25,7 @@ const SHIMS: Record<string, string> = {
   'rpm-ostree': `case "$1" in
   --version) printf "rpm-ostree:\\n Version: '2022.16'\\n Git: x\\n Features:\\n"; for f in $FEATURES; do echo "  - $f"; done ;;
   status) cat "$T/status.json" ;;
+  rebase) echo "rpm-ostree $*" >>"$T/calls"; echo 'Staging deployment...done' ;;
   *) echo "rpm-ostree $*" >>"$T/calls"; echo done ;;
 esac`,
   skopeo: 'echo "skopeo $*" >>"$T/calls"; cat "$T/inspect.json"',
@@ -69,11 +71,9 @@ async function runCase(c: Case) {
     .replace('  sleep 60', `  ${shims}/sleep 60`);
   await writeFile(join(dir, 'machine-config-daemon'), script);
   const env = { ...process.env, T: dir, FEATURES: c.features ?? 'rust compose container' };
-  const result = await exec(
-    'busybox',
-    ['sh', join(dir, 'machine-config-daemon'), 'firstboot-complete-machineconfig', '--root-mount=/'],
-    { env },
-  ).then(
+  // Both streams in one, in the order printed, as the console shows them.
+  const args = [join(dir, 'machine-config-daemon'), 'firstboot-complete-machineconfig', '--root-mount=/'];
+  const result = await exec('busybox', ['sh', '-c', 'busybox sh "$@" 2>&1', 'sh', ...args], { env }).then(
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (error: { code: number | null; signal?: string; stdout: string; stderr: string }) => ({
       code: error.code ?? -1,
@@ -81,17 +81,28 @@ async function runCase(c: Case) {
       stderr: error.stderr,
     }),
   );
+  // What the console shows (the units' drop-ins send both streams there), through devpivot's classifier.
+  let state = initialState;
+  const events: GuestEvent[] = [];
+  for (const line of result.stdout.split('\n').filter(Boolean)) {
+    const classified = classify(state, { kind: 'vm.console', node: 'n', line });
+    state = classified.state;
+    events.push(...classified.events);
+  }
   const read = (name: string) => readFile(join(dir, name), 'utf8').catch(() => '');
   const out = {
     ...result,
     calls: (await read('calls')).trim().split('\n').filter(Boolean),
     journal: await read('journal'),
-    lines: result.stderr
+    lines: result.stdout
       .split('\n')
       .filter(Boolean)
       .map((line) => line.replace(/^([IWEF])\d{4} [\d:.]+ +\d+ /, '$1 ')),
     encapsulated: existsSync(encapsulated),
     bak: existsSync(`${encapsulated}.bak`),
+    events: events.map((e) =>
+      e.kind === 'guest.pivot' ? `${e.phase} ${e.target}` : e.kind === 'guest.failure' ? `failure ${e.reason}` : e.kind,
+    ),
   };
   await rm(dir, { recursive: true, force: true });
   return out;
@@ -133,6 +144,7 @@ test('native target (ostree.bootable): cleanup -p, rebase by the registry refere
     ),
   );
   t.regex(run.journal, /^machine-config-daemon\[\d+\]: initiating reboot: Completing firstboot provisioning/m);
+  t.deepEqual(run.events, [`pulling ${TARGET}`, `staged ${TARGET}`, `rebooting ${TARGET}`], run.stdout);
 });
 
 test('legacy target: oc is absent, podman pull/create/mount, rebase to REPO:CSUM with the pivot:// origin', async (t) => {
@@ -160,6 +172,7 @@ test('legacy target: oc is absent, podman pull/create/mount, rebase to REPO:CSUM
   t.true(run.lines.includes(`I rpm-ostree.go:208] Previous pivot: ${BOOTED}`));
   t.true(run.lines.includes(`I rpm-ostree.go:240] Pivoting to: 2 (${CSUM})`));
   t.true(run.bak);
+  t.deepEqual(run.events.slice(0, 2), [`pulling ${TARGET}`, `staging ${TARGET}`]);
 });
 
 test('rpm-ostree without the container feature: an error, then a retry a minute later', async (t) => {
@@ -173,4 +186,8 @@ test('rpm-ostree without the container feature: an error, then a retry a minute 
   t.true(run.lines.some((line) => /^W firstboot_complete_machineconfig\.go:65\] error: .*deploy-from-self/.test(line)));
   t.true(run.lines.includes('I firstboot_complete_machineconfig.go:66] Sleeping 1 minute for retry'));
   t.true(run.encapsulated, 'the MachineConfig is kept for the retry');
+  t.true(
+    run.events.some((e) => e.startsWith('failure machine-config daemon firstboot error: W')),
+    run.events.join(),
+  );
 });
