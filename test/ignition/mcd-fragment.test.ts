@@ -69,6 +69,7 @@ test('mcd: the three release-4.13 units with the MCO image, console drop-ins, re
   t.truthy(byName.get('ostree-finalize-staged.service')?.dropins?.length);
   t.truthy(file(c, '/etc/containers/registries.conf.d/50-devpivot.conf'));
   t.true(UPDATE_UNITS.includes('machine-config-daemon-firstboot.service'));
+  t.true(UPDATE_UNITS.includes('machine-config-daemon-pull.service'));
   t.regex(byName.get('devpivot-report.service')?.contents ?? '', /^Before=.*machine-config-daemon-firstboot\.service/m);
 });
 
