@@ -5,7 +5,7 @@
  * and logger and sleep are named by path (busybox sh would run its applets): the only rewrites of the script.
  * --root-mount=/ skips the re-exec into the host, as upstream does for "/".
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -190,4 +190,126 @@ test('rpm-ostree without the container feature: an error, then a retry a minute 
     run.events.some((e) => e.startsWith('failure machine-config daemon firstboot error: W')),
     run.events.join(),
   );
+});
+
+/**
+ * The podman stand-in's `run` as the firstboot unit calls it, with the MCO image devpivot builds, from the embedded
+ * registry on loopback: pulled, extracted, the bind in place, the stand-in run chrooted by the image's static
+ * busybox. The bind is a temporary directory here (the unit binds the host's /), and the store is moved under it.
+ */
+async function withPodman(fn: (dir: string, podman: string, pullspec: string) => Promise<void>): Promise<void> {
+  const { buildMcoImage, pushMcoImage } = await import('../../src/oscontainer/mco-image.js');
+  const { startRegistry } = await import('../../src/registry/server.js');
+  const dir = await mkdtemp(join(tmpdir(), 'devpivot-podman-run-'));
+  const registry = await startRegistry({ storage: join(dir, 'registry'), port: 0 });
+  try {
+    const image = await buildMcoImage({
+      standIn: join(repoRoot, 'images', 'fixture', 'mco', 'machine-config-daemon'),
+      busybox: '/bin/busybox',
+    });
+    const digest = await pushMcoImage(image, registry.address, 'devpivot-fixture/mco');
+    const pullspec = `${registry.address}/devpivot-fixture/mco@${digest}`;
+    await mkdir(join(dir, 'shims'));
+    await writeFile(join(dir, 'registries.conf'), `[[registry]]\nlocation = "${registry.address}"\ninsecure = true\n`);
+    await writeFile(
+      join(dir, 'shims', 'skopeo'),
+      `#!/bin/sh\nexec /usr/bin/skopeo --registries-conf ${join(dir, 'registries.conf')} "$@"\n`,
+    );
+    await chmod(join(dir, 'shims', 'skopeo'), 0o755);
+    const podman = (await readFile(join(repoRoot, 'images', 'fixture', 'guest', 'podman'), 'utf8'))
+      .replace('export PATH=/usr/sbin:/usr/bin', `export PATH=${join(dir, 'shims')}:/usr/sbin:/usr/bin:/sbin:/bin`)
+      .replace('store=/var/lib/containers/fixture-storage', `store=${join(dir, 'store')}`);
+    await writeFile(join(dir, 'podman'), podman);
+    await fn(dir, join(dir, 'podman'), pullspec);
+  } finally {
+    await registry.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+test.serial('podman run: the MCO image runs its entrypoint chrooted, with the bind, and --rm removes it', async (t) => {
+  await withPodman(async (dir, podman, pullspec) => {
+    const host = join(dir, 'host');
+    await mkdir(host);
+    await writeFile(join(host, 'marker'), 'from the host\n');
+    const run = await exec('busybox', [
+      'sh',
+      podman,
+      'run',
+      '--rm',
+      '--privileged',
+      '--net=host',
+      '-v',
+      `${host}:/rootfs`,
+      '--entrypoint',
+      'machine-config-daemon',
+      pullspec,
+      'firstboot-complete-machineconfig',
+      '--maybe-persist-nics',
+    ]);
+    // The fallback glog (busybox's date, no %N) inside the image; upstream's return for a non-RHEL host.
+    t.regex(
+      run.stderr,
+      /^I\d{4} \d{2}:\d{2}:\d{2}\.000000 +\d+ firstboot_complete_machineconfig\.go:43\] fixture: no nmstatectl/,
+    );
+    const containers = await exec('ls', ['-A', join(dir, 'store', 'containers')]);
+    t.is(containers.stdout, '', '--rm removed the container');
+    const mounts = await readFile('/proc/self/mountinfo', 'utf8');
+    t.false(mounts.includes(dir), 'no bind left');
+    t.is(await readFile(join(host, 'marker'), 'utf8'), 'from the host\n');
+  });
+});
+
+test.serial('the MCD re-executes itself in the root bound at /rootfs (copied to its /run/bin)', async (t) => {
+  await withPodman(async (dir, podman, pullspec) => {
+    // A host root with a shell and nothing else: the re-executed copy starts, finds no MachineConfig, and retries.
+    const host = join(dir, 'host');
+    await mkdir(join(host, 'bin'), { recursive: true });
+    await mkdir(join(host, 'tmp'));
+    await exec('cp', ['/bin/busybox', join(host, 'bin', 'busybox')]);
+    for (const applet of ['sh', 'mktemp', 'date', 'cat', 'rm', 'sleep', 'logger'])
+      await exec('ln', ['-s', 'busybox', join(host, 'bin', applet)]);
+    const child = spawn(
+      'busybox',
+      [
+        'sh',
+        podman,
+        'run',
+        '--rm',
+        '--privileged',
+        '--pid=host',
+        '--net=host',
+        '-v',
+        `${host}:/rootfs`,
+        '--entrypoint',
+        'machine-config-daemon',
+        pullspec,
+        'firstboot-complete-machineconfig',
+      ],
+      { detached: true },
+    );
+    let stderr = '';
+    const seen = new Promise<void>((resolve) => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes('Sleeping 1 minute for retry')) resolve();
+      });
+      child.on('exit', () => resolve());
+    });
+    await Promise.race([seen, new Promise((resolve) => setTimeout(resolve, 60_000))]);
+    // systemd stopping the unit: podman's trap stops the entrypoint and takes the binds down.
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve).once('error', resolve));
+    // What is left of this test's process group (the retry's sleep) goes as well.
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    t.regex(stderr, /daemon\.go:482\] assuming we can use container binary chroot\(\) to host/);
+    // The copy runs in the bound root: there it fails (this root has no /etc, no /dev) and retries.
+    t.regex(stderr, /firstboot_complete_machineconfig\.go:65\] error: /);
+    t.true(existsSync(join(host, 'run', 'bin', 'machine-config-daemon')), 'copied to /rootfs/run/bin');
+    t.false((await readFile('/proc/self/mountinfo', 'utf8')).includes(dir), 'the binds are down after SIGTERM');
+  });
 });
