@@ -172,6 +172,8 @@ test('legacy target: oc is absent, podman pull/create/mount, rebase to REPO:CSUM
   t.true(run.lines.includes(`I rpm-ostree.go:208] Previous pivot: ${BOOTED}`));
   t.true(run.lines.includes(`I rpm-ostree.go:240] Pivoting to: 2 (${CSUM})`));
   t.true(run.bak);
+  // The MachineConfig's name, not the extraction container's (a VM run once printed the latter).
+  t.regex(run.calls.at(-1) ?? '', /^systemd-run .* Completing firstboot provisioning to rendered-worker-devpivot /);
   t.deepEqual(run.events.slice(0, 2), [`pulling ${TARGET}`, `staging ${TARGET}`]);
 });
 
