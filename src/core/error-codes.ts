@@ -149,6 +149,7 @@ const CATALOG = {
   IGNITION_SPEC: { title: 'Unsupported Ignition spec version' },
   IGNITION_SPEC_MISMATCH: { title: "The extra config's spec is newer than the one generated" },
   IGNITION_KERNEL_ARG: { title: 'Invalid kernel argument change' },
+  IGNITION_MCO_IMAGE: { title: 'The mcd driver needs a machine-config-operator image' },
   IGNITION_IMAGE_NOT_PINNED: {
     title: 'The legacy driver needs the image by digest',
     hint: 'use HOST:PORT/REPO@sha256:… (devpivot build prints it)',

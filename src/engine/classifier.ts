@@ -92,6 +92,13 @@ const FAILURE_MARKERS: [RegExp, string][] = [
   // vendor/github.com/golang/glog/glog.go formatHeader): pivot and the machine-config daemon exit 255 after it.
   // Through a unit's console drop-in the line is as written; the MCD's journal follower prefixes `pivot.service: `.
   [/\bF\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [\w.-]+:\d+\] /, 'fatal error'],
+  // The machine-config daemon's firstboot: an attempt that failed, `glog.Warningf("error: %v")`, then a retry a
+  // minute later, forever (MCO a57ca291 cmd/machine-config-daemon/firstboot_complete_machineconfig.go:65). The
+  // node does not finish on its own: the first such line is the failure.
+  [
+    /\b[WE]\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ firstboot_complete_machineconfig\.go:\d+\] error: \S/,
+    'machine-config daemon firstboot error',
+  ],
   // rpm-ostree's and bootc's client: `error: <message>` on stderr and a non-zero exit (rpmostree-clientlib.cxx); on
   // the console as the unit's journal line, `rpm-ostree[PID]: error: …`. A bare `error: ` line counts only once an
   // update tool is at work in this boot (see TOOL_AT_WORK): GRUB prints the same prefix ("error: no suitable video
@@ -169,6 +176,12 @@ const MARKERS: Marker[] = [
     // the pullspec named here is this pull's target (a later request names another than the first boot's)
     fact: (m) => ({ kind: 'pivot', phase: 'pulling', target: m[1]! }),
   },
+  // The machine-config daemon (MCO a57ca291 pkg/daemon/update.go:1809 updateOS, :1925 updateLayeredOS): the target
+  // before its legacy extraction or its rpm-ostree rebase.
+  {
+    pattern: /\] Updating OS to (?:layered image )?(\S+)$/,
+    fact: (m) => ({ kind: 'pivot', phase: 'pulling', target: m[1]! }),
+  },
   // rpm-ostree rebase ostree-unverified-registry:IMAGE / ostree-image-signed:...
   {
     pattern: /Pulling manifest: (?:ostree-[a-z-]+:)?(?:docker:\/\/)?(\S+)/,
@@ -196,10 +209,11 @@ const MARKERS: Marker[] = [
  * A reboot the pivot asked for, once it staged something: pivot's `Running: systemctl reboot` (root.go, when
  * --reboot or /run/pivot/reboot-needed), systemd reaching reboot.target (Description "System Reboot" in systemd
  * 252, whose "combined" status format prints `reboot.target - System Reboot`; "Reboot" in older releases), and the
- * kernel's `reboot: Restarting system`.
+ * kernel's `reboot: Restarting system`, and the machine-config daemon's `initiating reboot: <rationale>` (MCO
+ * a57ca291 pkg/daemon/update.go:2127).
  */
 const REBOOT_MARKER =
-  /reboot: Restarting system|Reached target (?:reboot\.target - )?(?:System )?Reboot\b|Running: systemctl reboot\b/;
+  /reboot: Restarting system|Reached target (?:reboot\.target - )?(?:System )?Reboot\b|Running: systemctl reboot\b|\] initiating reboot: /;
 
 /**
  * Ignition without a config (coreos-ignition-write-issues: "Ignition: no config provided by user"): devpivot always

@@ -80,6 +80,16 @@ export interface IgnitionRequest {
   sshKeys?: string[];
   /** A fragment merged into the generated config. */
   extra?: Record<string, unknown>;
+  /** Driver `mcd`: the MCO image the units run, as the guest reaches it. */
+  mcoImage?: string;
+}
+
+export interface PushMcoImageOptions {
+  /** The registry's URL (http://127.0.0.1:PORT). */
+  registry: string;
+  repository: string;
+  bus: EventBus;
+  signal: AbortSignal;
 }
 
 /** What the engine uses of a built fixture OS: the first version's disk, the ostree repository, the versions. */
@@ -90,6 +100,8 @@ export interface Deps {
   buildOscontainer(options: BuildOscontainerOptions): Promise<PushedImage>;
   pullOscontainer(options: PullOscontainerOptions): Promise<PushedImage>;
   generateIgnition(request: IgnitionRequest): object;
+  /** Build the fixture's MCO image (its MCD stand-in, reproducibly) and push it; the manifest digest. */
+  pushMcoImage(options: PushMcoImageOptions): Promise<{ digest: string }>;
   openHost(options: { uri?: string; sessionId?: string; bus: EventBus }): Promise<VmHost>;
   loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<FixtureArtifacts>;
   /** The session's ssh key pair (made once per session, kept in its state directory). */

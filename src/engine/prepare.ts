@@ -123,6 +123,14 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   });
   await world.access.reserve(scenario.nodes.map((def) => def.name));
   const sshKeys = world.access.key ? [world.access.key.publicKey] : [];
+  // The fixture's MCO image, once, for the mcd nodes that name none (docs/PROTOCOLS.md "mcd").
+  let fixtureMco: string | undefined;
+  if (scenario.nodes.some((def) => def.driver === 'mcd' && def.pivot && !def.mcoImage)) {
+    const { digest } = await withDeadline('pushing the MCO image', PHASE_DEADLINES.oscontainer, signal, (signal) =>
+      deps.pushMcoImage({ registry: registryUrl, repository: MCO_REPOSITORY, bus, signal }),
+    );
+    fixtureMco = `${guestRegistry}/${MCO_REPOSITORY}@${digest}`;
+  }
   for (const def of scenario.nodes) {
     const mirrors = spec.kind === 'embedded' ? spec.mirror?.prefixes : undefined;
     const config = deps.generateIgnition({
@@ -137,6 +145,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
       ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
       ...(sshKeys.length > 0 ? { sshKeys } : {}),
       ...(def.ignition ? { extra: def.ignition } : {}),
+      ...(def.driver === 'mcd' && def.pivot ? { mcoImage: def.mcoImage ?? fixtureMco } : {}),
     });
     world.ignitionOf.set(def.name, JSON.stringify(config));
   }
@@ -229,6 +238,9 @@ async function oscontainer(
 }
 
 const format = (source: { format?: 'legacy' | 'native' }) => (source.format ? { format: source.format } : {});
+
+/** Where the fixture's MCO image is pushed (outside devpivot/, where oscontainers go, so no name collides). */
+export const MCO_REPOSITORY = 'devpivot-fixture/mco';
 
 /**
  * Repository for an oscontainer in our registry: `fixture:2` -> devpivot/fixture-2. A pivot target written as a

@@ -1,8 +1,15 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateIgnition } from '../ignition/index.js';
-import { buildFixture } from '../images/fixture.js';
-import { buildAndPush, mirrorOscontainer, RegistryClient, upstreamClient } from '../oscontainer/index.js';
+import { buildFixture, defaultRecipeDir } from '../images/fixture.js';
+import {
+  buildAndPush,
+  buildMcoImage,
+  mirrorOscontainer,
+  pushMcoImage,
+  RegistryClient,
+  upstreamClient,
+} from '../oscontainer/index.js';
 import { startRegistry } from '../registry/index.js';
 import { openHost } from '../vm/index.js';
 import type { Deps, PushedImage } from './deps.js';
@@ -76,7 +83,20 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       return { digest, commit, version, format };
     },
 
-    generateIgnition({ driver, image, spec, registry, kernelArgs, sshKeys, extra }) {
+    async pushMcoImage({ registry, repository, bus, signal }) {
+      signal.throwIfAborted();
+      // Small (busybox and a script) and built in memory from fixed values: rebuilt each run, same digest.
+      const image = await buildMcoImage({
+        standIn: join(defaultRecipeDir(), 'mco', 'machine-config-daemon'),
+        busybox: '/bin/busybox',
+      });
+      const address = new URL(registry).host;
+      const digest = await pushMcoImage(image, address, repository);
+      bus.emit({ kind: 'image.pushed', ref: `${address}/${repository}@${digest}`, digest });
+      return { digest };
+    },
+
+    generateIgnition({ driver, image, spec, registry, kernelArgs, sshKeys, extra, mcoImage }) {
       // A scenario's extra config may leave out ignition.version: it is merged into ours, so take ours (the
       // node's spec; 3.0.0, the generator's default, for a request without one).
       const merged =
@@ -92,6 +112,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
         ...(kernelArgs ? { kernelArgs } : {}),
         ...(sshKeys?.length ? { sshKeys } : {}),
         ...(merged ? { extra: merged } : {}),
+        ...(mcoImage ? { mcoImage } : {}),
       });
     },
 

@@ -45,6 +45,10 @@ export function pivotRequestScript(driver: PivotDriver, pullspec: string, to: st
         return [`rpm-ostree rebase --experimental ${quote(`ostree-unverified-registry:${pullspec}`)}`];
       case 'bootc':
         return [`bootc switch ${quote(pullspec)}`];
+      case 'mcd':
+        // Past firstboot the MCD updates a node when the cluster renders a new MachineConfig: there is no cluster
+        // here, so a later pivot goes through rpm-ostree, as the MCD's own rebase of a native image does.
+        return [`rpm-ostree rebase --experimental ${quote(`ostree-unverified-registry:${pullspec}`)}`];
     }
   })();
   const description = `machine-config-daemon: Node will reboot into ${to} (devpivot pivot step)`;

@@ -3,11 +3,12 @@
  * users. `render.ts` turns them into a spec 3 or spec 2 config.
  */
 import { UsageError } from '../core/errors.js';
+import { mcdFragment } from './mcd-fragment.js';
 import { type MirrorPrefix, mirrorFragment } from './mirror-fragment.js';
 import { REPORT_SCRIPT, UPDATE_UNITS } from './report-script.js';
 
-export type PivotDriver = 'legacy' | 'rpm-ostree' | 'bootc';
-export const PIVOT_DRIVERS: readonly PivotDriver[] = ['legacy', 'rpm-ostree', 'bootc'];
+export type PivotDriver = 'legacy' | 'rpm-ostree' | 'bootc' | 'mcd';
+export const PIVOT_DRIVERS: readonly PivotDriver[] = ['legacy', 'rpm-ostree', 'bootc', 'mcd'];
 
 export interface FileNode {
   path: string;
@@ -121,7 +122,14 @@ export const ZINCATI_DISABLE = {
   mode: 0o644,
 };
 
-export function driverFragment(driver: PivotDriver, image: string, kernelArgs: KernelArg[]): Fragment {
+export function driverFragment(
+  driver: PivotDriver,
+  image: string,
+  kernelArgs: KernelArg[],
+  options: { mcoImage?: string } = {},
+): Fragment {
+  // The MCD of 4.13 takes both formats by tag or digest; its MachineConfig is what the MCS would serve.
+  if (driver === 'mcd') return mcdFragment(image, kernelArgs, options.mcoImage);
   const fragment: Fragment = { files: [], units: [], users: [] };
   if (driver === 'legacy') {
     // pivot.service pulls exactly what the pullspec names: a tag could move under it, a digest cannot.

@@ -33,6 +33,8 @@ export interface IgnitionOptions {
    * gets no update units, only the rest (trust, report, access, the user's config): a node that does not pivot.
    */
   image?: string;
+  /** The `mcd` driver's machine-config-operator image (its units run the MCD from it), as the guest reaches it. */
+  mcoImage?: string;
   /** Default: 3.0.0, or the version of `extra` when newer. Validated (IGNITION_SPEC on an unsupported one). */
   spec?: SpecVersion | string;
   registry?: RegistryTrust;
@@ -97,7 +99,9 @@ export function generateIgnition(options: IgnitionOptions): IgnitionConfig {
   const fragment = combine(
     options.image === undefined
       ? { files: [], units: [], users: [] }
-      : driverFragment(options.driver, options.image, kernelArgs),
+      : driverFragment(options.driver, options.image, kernelArgs, {
+          ...(options.mcoImage ? { mcoImage: options.mcoImage } : {}),
+        }),
     options.registry
       ? trustFragment(options.registry, { legacyRegistriesConf: majorOf(spec) === 2 })
       : { files: [], units: [], users: [] },

@@ -117,6 +117,7 @@ if [ -w /dev/console ]; then echo "$line" > /dev/console; fi
 /** The update units the report runs before, so the boot line precedes any pivot output on the console. */
 export const UPDATE_UNITS = [
   'pivot.service',
+  'machine-config-daemon-pull.service',
   'machine-config-daemon-firstboot.service',
   'devpivot-rebase.service',
   'devpivot-switch.service',

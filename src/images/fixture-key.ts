@@ -66,6 +66,8 @@ async function listFiles(dir: string): Promise<string[]> {
 export async function computeKey(recipe: string, kernel: string, packages: Record<string, string>): Promise<string> {
   const hash = createHash('sha256').update('devpivot-fixture/1\n');
   for (const file of await listFiles(recipe)) {
+    // mco/ is the MCO image's content, built at run time (src/oscontainer/mco-image.ts), not part of the disks.
+    if (relative(recipe, file).startsWith('mco/')) continue;
     const [content, info] = await Promise.all([readFile(file), stat(file)]);
     const digest = createHash('sha256').update(content).digest('hex');
     hash.update(`file ${relative(recipe, file)} ${info.mode & 0o111 ? 'x' : '-'} ${digest}\n`);

@@ -13,6 +13,7 @@ export {
 } from './build.js';
 export { type CopyOptions, type CopyResult, copyImage } from './copy.js';
 export { FIXED_CREATED, imageConfig, imageManifest, OSTREE_COMMIT_LABEL } from './image.js';
+export { type BuiltMcoImage, buildMcoImage, MCO_APPLETS, type McoImageSources, pushMcoImage } from './mco-image.js';
 export { NativeLabel } from './native/image-config.js';
 export { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
 export { type GzipOptions, parallelGzip } from './parallel-gzip.js';

@@ -14,6 +14,8 @@ export const DRIVER_FORMATS: Readonly<Record<PivotDriver, readonly OscontainerFo
   legacy: ['legacy'],
   'rpm-ostree': ['native'],
   bootc: ['native'],
+  // The MCD of release-4.13 handles both (pkg/daemon/update.go applyOSChanges, a57ca291).
+  mcd: ['legacy', 'native'],
 };
 
 /**

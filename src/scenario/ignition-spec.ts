@@ -22,12 +22,13 @@ interface DriverSpecs {
  * Spec 3.0.0 is the default everywhere: every Ignition 2.x reads it (it is the only 3.x that Ignition 2.0–2.2
  * reads), it holds everything devpivot writes, and it is what the fixture (Ignition 2.14) has always been given.
  * The legacy driver's real guests, RHCOS 4.1–4.5, read spec 2.2.0: `ignition-spec: 2.2.0` for those images.
- * rpm-ostree (FCOS, RHCOS ≥ 4.12) and bootc (FCOS ≥ 41) guests run Ignition 2.x: spec 3 only.
+ * rpm-ostree (FCOS, RHCOS ≥ 4.12), bootc (FCOS ≥ 41) and mcd (RHCOS ≥ 4.6) guests run Ignition 2.x: spec 3 only.
  */
 export const DRIVER_SPECS: Readonly<Record<PivotDriver, DriverSpecs>> = {
   legacy: { default: '3.0.0', majors: [2, 3], guests: 'RHCOS 4.1–4.5 (spec 2.2.0) or the fixture (spec 3)' },
   'rpm-ostree': { default: '3.0.0', majors: [3], guests: 'Fedora CoreOS and RHCOS ≥ 4.12 (Ignition 2.x)' },
   bootc: { default: '3.0.0', majors: [3], guests: 'bootc images with Ignition (Fedora CoreOS ≥ 41, Ignition 2.x)' },
+  mcd: { default: '3.0.0', majors: [3], guests: 'RHCOS ≥ 4.6 (Ignition 2.x, served spec 3 by the MCS)' },
 };
 
 /** Why `driver`'s guests cannot read `spec`, or undefined when they can. */

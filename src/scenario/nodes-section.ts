@@ -21,7 +21,10 @@ const NODE_KEYS = [
   'kernel-args',
   'ignition-spec',
   'ignition',
+  'mco-image',
 ];
+/** A pullspec the MCD units can quote (src/ignition/mcd-fragment.ts): HOST[:PORT]/PATH[:TAG][@sha256:HEX]. */
+const MCO_PULLSPEC = /^[A-Za-z0-9][A-Za-z0-9.-]*(:\d+)?\/[a-z0-9._\-/]+(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$/;
 const MIN_MEMORY = 256 * 1024 ** 2;
 
 export interface NodeContext {
@@ -78,11 +81,33 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
   let kernelArgs = { add: [] as string[], delete: [] as string[] };
   if (f.has('kernel-args')) {
     kernelArgs = field(() => readKernelArgs(r, v('kernel-args'), `${what} kernel-args`), kernelArgs);
-    if (driver !== 'legacy' && kernelArgs.add.length + kernelArgs.delete.length > 0)
+    if (driver === 'mcd' && kernelArgs.delete.length > 0)
+      r.guard(() =>
+        r.fail(
+          v('kernel-args'),
+          `${what} kernel-args of the mcd driver can only add (a MachineConfig lists spec.kernelArguments)`,
+          'drop the delete list',
+        ),
+      );
+    else if (driver !== 'legacy' && driver !== 'mcd' && kernelArgs.add.length + kernelArgs.delete.length > 0)
       r.guard(() =>
         r.fail(v('kernel-args'), `${what} kernel-args need the legacy driver (it reads /etc/pivot/kernel-args)`),
       );
   }
+  // The MCO image the mcd units run; without one, devpivot builds and pushes the fixture's (its MCD stand-in).
+  const mcoImage = f.has('mco-image')
+    ? r.guard(() => {
+        if (driver !== 'mcd') r.fail(f.get('mco-image')!.key, `${what} mco-image needs driver: mcd`);
+        const text = r.string(v('mco-image'), `${what} mco-image`);
+        if (!MCO_PULLSPEC.test(text))
+          r.fail(
+            v('mco-image'),
+            `${what} mco-image '${text}' is not a pullspec`,
+            'write HOST[:PORT]/REPOSITORY[:TAG][@sha256:DIGEST] as the guest reaches it',
+          );
+        return text;
+      })
+    : undefined;
   const explicitSpec = f.has('ignition-spec')
     ? r.guard(() => readSpec(r, v('ignition-spec'), what, driver))
     : undefined;
@@ -118,6 +143,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
     kernelArgs,
     ignitionSpec,
     ...(ignition ? { ignition } : {}),
+    ...(mcoImage ? { mcoImage } : {}),
     pos: r.at(key),
   };
 }

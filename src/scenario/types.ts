@@ -46,6 +46,8 @@ export interface NodeDef {
   ignitionSpec: SpecVersion;
   /** An Ignition config fragment merged into the generated one. */
   ignition?: Record<string, unknown>;
+  /** `mco-image:` (driver mcd): the MCO image pullspec the units run; unset = the fixture's, built by devpivot. */
+  mcoImage?: string;
   pos: Position;
 }
 

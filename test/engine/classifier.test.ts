@@ -380,3 +380,30 @@ test('a boot report carries the image by digest when the guest names one, and no
   t.is(unnamed.length, 1);
   t.false('image' in unnamed[0]!);
 });
+
+test("a recorded mcd firstboot (fixture run): the MCD's lines give pulling, staging, staged and the reboot", (t) => {
+  const { events } = run(consoleOf('fixture-mcd-firstboot.log'));
+  t.deepEqual(
+    brief(events).map((line) => line.replace(/10\.0\.2\.2:\d+/, 'REG')),
+    [
+      'ignition true',
+      'booted 1 c6a7',
+      'pivot pulling REG/devpivot/fixtur',
+      'pivot staging REG/devpivot/fixtur',
+      'pivot staged REG/devpivot/fixtur',
+      'pivot rebooting REG/devpivot/fixtur',
+    ],
+  );
+});
+
+test('the MCD firstboot error (retried forever upstream) is a failure; a warning of its own retries is not', (t) => {
+  // Transcribed in the stand-in's format from MCO a57ca291 firstboot_complete_machineconfig.go:65 and
+  // pkg/daemon/pivot/utils/run.go:45; values made up.
+  const lines = [
+    'podman[408]: W1202 03:31:45.201859     401 run.go:45] oc failed: exec: "oc": executable file not found in $PATH; retrying...',
+    'podman[408]: W1202 03:31:50.201859     401 firstboot_complete_machineconfig.go:65] error: error running rpm-ostree kargs: exit status 1',
+    'podman[408]: I1202 03:31:50.301859     401 firstboot_complete_machineconfig.go:66] Sleeping 1 minute for retry',
+  ];
+  const { events } = run(lines.map((line) => ({ kind: 'vm.console', node: 'n1', line })));
+  t.deepEqual(brief(events), ['failure machine-config daemon firstboot error']);
+});

@@ -105,6 +105,36 @@ steps: [up]
   ]);
 });
 
+test('mcd nodes: the fixture MCO image is pushed once and named by digest; an mco-image is passed as written', async (t) => {
+  const { world } = await runText(`nodes:
+  a: { driver: mcd, pivot: fixture:2, kernel-args: { add: [a=1] } }
+  b: { driver: mcd, pivot: fixture:2 }
+  c: { driver: mcd, pivot: fixture:2, mco-image: quay.io/openshift/mco:4.13 }
+  d: { driver: mcd }
+steps: [up]
+`);
+  t.deepEqual(world.mcoPushes, ['devpivot-fixture/mco']);
+  const fixtureMco = `10.0.2.2:45678/devpivot-fixture/mco@sha256:${'m'.repeat(64)}`;
+  t.deepEqual(
+    world.ignition.map((request) => [request.driver, request.mcoImage, request.kernelArgs]),
+    [
+      ['mcd', fixtureMco, { add: ['a=1'], delete: [] }],
+      ['mcd', fixtureMco, undefined],
+      ['mcd', 'quay.io/openshift/mco:4.13', undefined],
+      ['mcd', undefined, undefined],
+    ],
+  );
+  t.is(world.ignition[0]?.image, `10.0.2.2:45678/devpivot/fixture-2@sha256:${'2'.repeat(64)}`);
+});
+
+test('no mcd node without an mco-image: no MCO image is pushed', async (t) => {
+  const { world } = await runText(`nodes:
+  c: { driver: mcd, pivot: fixture:2, mco-image: 10.0.2.2:5000/mco@sha256:${'a'.repeat(64)} }
+steps: [up]
+`);
+  t.deepEqual(world.mcoPushes, []);
+});
+
 test('every node gets the session key, its own ssh forward and a guest network filter', async (t) => {
   const { world } = await runText(`nodes:
   a: { pivot: fixture:2 }

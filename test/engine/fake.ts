@@ -185,6 +185,8 @@ export interface FakeWorld {
   builds: string[];
   /** pullOscontainer calls: where from, into which repository of the registry. */
   pulls: { ref: string; repository: string }[];
+  /** Repositories the MCO image was pushed to. */
+  mcoPushes: string[];
 }
 
 /** Deps whose VM host, registry and builder are fakes; Ignition requests are recorded and echoed as JSON. */
@@ -195,6 +197,7 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
     ignition: [],
     builds: [],
     pulls: [],
+    mcoPushes: [],
     deps: undefined as never,
   };
   const fixture: FixtureArtifacts = {
@@ -223,6 +226,10 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
       // A digest pullspec keeps its digest (a copy keeps the manifest's bytes); a tag resolves to a fixed one.
       const digest = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1] ?? `sha256:${'f'.repeat(64)}`;
       return { digest, commit: COMMITS['2']!, version: '2', format: 'legacy' };
+    },
+    async pushMcoImage({ repository }) {
+      world.mcoPushes.push(repository);
+      return { digest: `sha256:${'m'.repeat(64)}` };
     },
     generateIgnition(request) {
       world.ignition.push(request);

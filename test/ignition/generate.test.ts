@@ -11,6 +11,7 @@ import { SPEC_VERSIONS } from '../../src/ignition/spec.js';
 import { runIgnitionValidate, validateSpec2 } from '../../src/ignition/validate.js';
 
 const IMAGE = `10.0.2.2:5000/devpivot/os@sha256:${'c'.repeat(64)}`;
+const MCO_IMAGE = `10.0.2.2:5000/devpivot/mco@sha256:${'d'.repeat(64)}`;
 const CA = '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUdevpivot\n-----END CERTIFICATE-----\n';
 
 type File = { path: string; mode?: number; contents?: { source?: string } };
@@ -27,7 +28,13 @@ const full = (driver: IgnitionOptions['driver'], spec: string): IgnitionOptions 
   image: IMAGE,
   spec,
   registry: { hostPort: '10.0.2.2:5000', insecure: true, caPem: CA },
-  kernelArgs: driver === 'bootc' ? [] : ['ADD:console=ttyS0,115200', 'DELETE:quiet'],
+  kernelArgs:
+    driver === 'bootc'
+      ? []
+      : driver === 'mcd'
+        ? ['ADD:console=ttyS0,115200']
+        : ['ADD:console=ttyS0,115200', 'DELETE:quiet'],
+  ...(driver === 'mcd' ? { mcoImage: MCO_IMAGE } : {}),
   sshKeys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDevpivotTestKey test@devpivot'],
   hostname: 'node-1',
 });

@@ -205,3 +205,21 @@ test.serial('bootc switch to the same image again: already imported, the same me
     'error: Switching (ostree): Preparing import: Target image does not have ostree.bootable label\n',
   );
 });
+
+test.serial(
+  'rpm-ostree --version is the YAML document the MCD reads (Features lists container); cleanup -p',
+  async (t) => {
+    const version = await standIn('rpm-ostree', '--version');
+    t.is(version.code, 0, version.stderr);
+    t.regex(version.stdout, /^rpm-ostree:\n Version: '[\d.]+'\n Git: \S+\n Features:\n( {2}- [a-z-]+\n)+$/);
+    t.true(version.stdout.split('\n').includes('  - container'));
+    const cleanup = await standIn('rpm-ostree', 'cleanup', '-p');
+    t.is(cleanup.code, 0, cleanup.stderr);
+    t.is(
+      cleanup.stdout,
+      'Deployments unchanged.\n',
+      'nothing is staged on this host (deploy --stage is a deploy here)',
+    );
+    t.is((await standIn('rpm-ostree', 'cleanup', '-r')).code, 1);
+  },
+);

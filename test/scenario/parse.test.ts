@@ -175,7 +175,9 @@ const malformed: [string, string, string[]][] = [
   [
     'bad driver',
     'nodes:\n  n:\n    driver: rpmostree\n',
-    ["3:13: node 'n' driver must be one of legacy, rpm-ostree, bootc; got 'rpmostree' (did you mean 'rpm-ostree'?)"],
+    [
+      "3:13: node 'n' driver must be one of legacy, rpm-ostree, bootc, mcd; got 'rpmostree' (did you mean 'rpm-ostree'?)",
+    ],
   ],
   [
     'undefined image',
@@ -329,7 +331,38 @@ const malformed: [string, string, string[]][] = [
     'nodes:\n  n:\n    driver: rpm-ostree\n    kernel-args: { add: [a] }\n',
     ["4:18: node 'n' kernel-args need the legacy driver (it reads /etc/pivot/kernel-args)"],
   ],
+  [
+    'mcd kernel-args that delete',
+    'nodes:\n  n:\n    driver: mcd\n    kernel-args: { delete: [quiet] }\n',
+    [
+      "4:18: node 'n' kernel-args of the mcd driver can only add (a MachineConfig lists spec.kernelArguments) (drop the delete list)",
+    ],
+  ],
+  [
+    'mco-image without driver mcd, and one that is not a pullspec',
+    'nodes:\n  a:\n    mco-image: r:1/mco\n  b:\n    driver: mcd\n    mco-image: "x\'; reboot"\n',
+    [
+      "3:5: node 'a' mco-image needs driver: mcd",
+      "6:16: node 'b' mco-image 'x'; reboot' is not a pullspec (write HOST[:PORT]/REPOSITORY[:TAG][@sha256:DIGEST] as the guest reaches it)",
+    ],
+  ],
 ];
+
+test('driver mcd: legacy and native targets, add-only kernel args, mco-image kept', (t) => {
+  const scenario = parseScenario(
+    `oscontainers:
+  v2n: { build: { fixture: 2, format: native } }
+nodes:
+  a: { driver: mcd, pivot: fixture:2, kernel-args: { add: [a=1] }, mco-image: 10.0.2.2:5000/x/mco:4.13 }
+  b: { driver: mcd, pivot: v2n }
+`,
+    'x.yaml',
+  );
+  t.like(scenario.nodes[0], { driver: 'mcd', pivot: 'fixture:2', mcoImage: '10.0.2.2:5000/x/mco:4.13' });
+  t.deepEqual(scenario.nodes[0]?.kernelArgs, { add: ['a=1'], delete: [] });
+  t.like(scenario.nodes[1], { driver: 'mcd', pivot: 'v2n' });
+  t.is(scenario.nodes[1]?.mcoImage, undefined);
+});
 
 for (const [title, text, expected] of malformed) {
   test(`malformed: ${title}`, (t) => {
