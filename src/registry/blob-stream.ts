@@ -18,7 +18,8 @@ export const PROGRESS_INTERVAL_MS = 250;
 /** Read size: large reads keep syscalls and event-loop turns per byte low (measured: 2 MiB beats a 64 KiB pipe). */
 const CHUNK = 2 * 1024 * 1024;
 
-function drained(res: ServerResponse): Promise<void> {
+/** Resolves once `res` can take more (or closed): the back-pressure wait of every blob response. */
+export function drained(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       res.off('drain', done);

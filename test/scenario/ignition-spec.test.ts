@@ -3,18 +3,9 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { DRIVER_SPECS, nodeSpec, specRefusal } from '../../src/scenario/ignition-spec.js';
-import { loadScenario, parseScenario, ScenarioError } from '../../src/scenario/parse.js';
+import { loadScenario, parseScenario } from '../../src/scenario/parse.js';
 import { repoRoot } from '../helpers/cli.js';
-
-function problems(text: string): string[] {
-  try {
-    parseScenario(text, 'bad.yaml');
-  } catch (error) {
-    if (!(error instanceof ScenarioError)) throw error;
-    return error.issues.map((i) => `${i.line}:${i.col}: ${i.message}${i.hint ? ` (${i.hint})` : ''}`);
-  }
-  throw new Error('expected a ScenarioError');
-}
+import { problems } from './problems.js';
 
 const specOf = (text: string) => parseScenario(text, 'x.yaml').nodes.map((node) => node.ignitionSpec);
 

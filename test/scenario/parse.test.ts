@@ -5,22 +5,7 @@ import { loadScenario, parseScenario, ScenarioError } from '../../src/scenario/p
 import { formatDuration, parseDuration, parseSize } from '../../src/scenario/units.js';
 import { repoRoot } from '../helpers/cli.js';
 import { fakeEnvironment } from './environment.js';
-
-/** The issues of an invalid scenario as `line:col: message` strings. */
-function problems(text: string): string[] {
-  const error = (() => {
-    try {
-      parseScenario(text, 'bad.yaml');
-    } catch (error) {
-      return error;
-    }
-    return undefined;
-  })();
-  if (!(error instanceof ScenarioError)) throw new Error(`expected a ScenarioError, got ${String(error)}`);
-  return error.issues.map(
-    (issue) => `${issue.line}:${issue.col}: ${issue.message}${issue.hint ? ` (${issue.hint})` : ''}`,
-  );
-}
+import { problems } from './problems.js';
 
 test('every shipped scenario parses', async (t) => {
   const dir = join(repoRoot, 'scenarios');

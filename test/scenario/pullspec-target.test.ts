@@ -4,22 +4,13 @@ import { join } from 'node:path';
 import test from 'ava';
 import { repositoryName } from '../../src/engine/engine.js';
 import { checkOsImage, overrideOsImage } from '../../src/scenario/os-image.js';
-import { parseScenario, ScenarioError } from '../../src/scenario/parse.js';
+import { parseScenario } from '../../src/scenario/parse.js';
 import { fullPullspecProblem } from '../../src/scenario/pullspec.js';
 import { repoRoot } from '../helpers/cli.js';
+import { problems } from './problems.js';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 const PINNED = `127.0.0.1:5000/os/rhcos@${DIGEST}`;
-
-function problems(text: string): string[] {
-  try {
-    parseScenario(text, 'bad.yaml');
-  } catch (error) {
-    if (!(error instanceof ScenarioError)) throw error;
-    return error.issues.map((i) => `${i.line}:${i.col}: ${i.message}${i.hint ? ` (${i.hint})` : ''}`);
-  }
-  throw new Error('expected a ScenarioError');
-}
 
 test("a node's pivot: takes a pullspec by digest or by tag, as an implicit pull", (t) => {
   const scenario = parseScenario(

@@ -6,6 +6,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import { open } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
+import { drained } from '../blob-stream.js';
 import { isMissing } from '../storage/files.js';
 import type { BlobFlight } from './blob-flight.js';
 
@@ -47,17 +48,7 @@ export async function streamFlight(
       if (bytesRead === 0) break;
       position += bytesRead;
       onSent(position);
-      if (!res.write(Buffer.from(buffer.subarray(0, bytesRead)))) {
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            res.off('drain', done);
-            res.off('close', done);
-            resolve();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
-      }
+      if (!res.write(Buffer.from(buffer.subarray(0, bytesRead)))) await drained(res);
     }
     res.end();
     return position;
