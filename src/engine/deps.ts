@@ -68,6 +68,17 @@ export interface PullOscontainerOptions {
   signal: AbortSignal;
 }
 
+export interface ResolveOscontainerOptions {
+  /** The image at the upstream: `host:port/repo:tag` or `@sha256:…`. */
+  ref: string;
+  /** The upstream's base URL (http:// or https://). */
+  upstream: string;
+  /** The embedded registry's URL: it pulls the manifest and the config through from the upstream. */
+  registry: string;
+  repository: string;
+  signal: AbortSignal;
+}
+
 export interface IgnitionRequest {
   driver: PivotDriver;
   /** The pullspec the guest uses: 10.0.2.2:PORT/repo@sha256:... */
@@ -99,6 +110,11 @@ export interface Deps {
   startRegistry(options: LoopbackRegistryOptions): Promise<RegistryHandle>;
   buildOscontainer(options: BuildOscontainerOptions): Promise<PushedImage>;
   pullOscontainer(options: PullOscontainerOptions): Promise<PushedImage>;
+  /**
+   * `prefetch: false`: the digest and labels of an upstream image, read through the embedded registry's
+   * pull-through cache (manifest and config only); its layers reach the cache when a node first asks.
+   */
+  resolveOscontainer(options: ResolveOscontainerOptions): Promise<PushedImage>;
   generateIgnition(request: IgnitionRequest): object;
   /** Build the fixture's MCO image (its MCD stand-in, reproducibly) and push it; the manifest digest. */
   pushMcoImage(options: PushMcoImageOptions): Promise<{ digest: string }>;

@@ -5,6 +5,7 @@
  * upstream name, by digest: the guest's registries.conf.d drop-in sends that digest pull to the embedded registry.
  */
 import { parseReference } from '../oci/reference.js';
+import { coveringPrefix } from '../scenario/mirror-prefix.js';
 import type { MirrorSpec } from '../scenario/types.js';
 
 export interface MirroredPull {
@@ -20,7 +21,7 @@ export function mirroredPull(mirror: MirrorSpec | undefined, ref: string): Mirro
   if (!mirror) return undefined;
   const parsed = parseReference(ref);
   const name = `${parsed.registry}/${parsed.repository}`;
-  const prefix = mirror.prefixes.find((p) => name === p.prefix || name.startsWith(`${p.prefix}/`));
+  const prefix = coveringPrefix(mirror.prefixes, name);
   if (!prefix) return undefined;
   const repository = `${prefix.path}${name.slice(prefix.prefix.length)}`;
   const tail = parsed.digest ? `@${parsed.digest}` : `:${parsed.tag ?? 'latest'}`;

@@ -224,6 +224,23 @@ async function oscontainer(
             source.ref,
           );
           if (mirrored) world.guestNames.set(name, mirrored.guestName);
+          // Validation made sure that `prefetch: false` comes with a mirrored prefix and an upstream.
+          if (source.prefetch === false && mirrored && scenarioRegistry.kind === 'embedded') {
+            const image = await deps.resolveOscontainer({
+              ref: mirrored.source,
+              upstream: scenarioRegistry.mirror!.upstream!,
+              registry,
+              repository: mirrored.repository,
+              signal,
+            });
+            bus.emit({
+              kind: 'log',
+              level: 'info',
+              source: 'registry',
+              message: `${mirrored.guestName}@${image.digest}: manifest and config cached; its layers are fetched from the upstream when a node first asks (prefetch: false)`,
+            });
+            return image;
+          }
           return deps.pullOscontainer({
             ref: mirrored?.source ?? source.ref,
             registry,

@@ -8,6 +8,7 @@ import {
   mirrorOscontainer,
   pushMcoImage,
   RegistryClient,
+  resolveThroughCache,
   upstreamClient,
 } from '../oscontainer/index.js';
 import { startRegistry } from '../registry/index.js';
@@ -79,6 +80,16 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
           signal,
           env,
         },
+      );
+      return { digest, commit, version, format };
+    },
+
+    async resolveOscontainer({ ref, upstream, registry, repository, signal }) {
+      const { digest, commit, version, format } = await resolveThroughCache(
+        ref,
+        upstream,
+        `${new URL(registry).host}/${repository}`,
+        { signal, env },
       );
       return { digest, commit, version, format };
     },

@@ -64,7 +64,46 @@ export async function mirrorOscontainer(
   const dest = parseReference(stripScheme(target));
   const copied = await copyImage(source, stripScheme(target), options);
   const client = new RegistryClient(dest.registry, { signal: options.signal, env: options.env });
-  const manifest = JSON.parse((await client.getManifest(dest.repository, copied.digest)).bytes.toString('utf8')) as
+  return {
+    ...(await readOscontainer(client, dest.repository, copied.digest, source)),
+    pinned: `${dest.registry}/${dest.repository}@${copied.digest}`,
+  };
+}
+
+/**
+ * A pull-through cache's image, without copying it (`prefetch: false`, docs/PROTOCOLS.md "Mirror mode"): a tag is
+ * resolved at the upstream; the manifest and the config are then read through `cache` (`host:port/repo`), which
+ * fetches them from the upstream once and keeps them. The layers stay where they are until a node asks the cache.
+ */
+export async function resolveThroughCache(
+  upstreamRef: string,
+  upstream: string,
+  cache: string,
+  options: { signal?: AbortSignal; env?: NodeJS.ProcessEnv } = {},
+): Promise<PublishedImage> {
+  const source = parseReference(stripScheme(upstreamRef));
+  let digest = source.digest;
+  if (!digest) {
+    const url = new URL(upstream);
+    const remote = new RegistryClient(url.host, { ...options, insecure: url.protocol === 'http:' });
+    digest = (await remote.getManifest(source.repository, source.tag ?? 'latest')).digest;
+  }
+  const dest = parseReference(`${stripScheme(cache)}@${digest}`);
+  const client = new RegistryClient(dest.registry, options);
+  return {
+    ...(await readOscontainer(client, dest.repository, digest, upstreamRef)),
+    pinned: `${dest.registry}/${dest.repository}@${digest}`,
+  };
+}
+
+/** The oscontainer labels of `repository@digest` in `client`'s registry; `source` names it in errors. */
+async function readOscontainer(
+  client: RegistryClient,
+  repository: string,
+  digest: string,
+  source: string,
+): Promise<Omit<PublishedImage, 'pinned'>> {
+  const manifest = JSON.parse((await client.getManifest(repository, digest)).bytes.toString('utf8')) as
     | ImageManifest
     | { manifests: unknown[] };
   if (!('config' in manifest)) {
@@ -72,7 +111,7 @@ export async function mirrorOscontainer(
       hint: 'reference the linux/amd64 image by digest',
     });
   }
-  const config = JSON.parse((await client.getBlob(dest.repository, manifest.config.digest)).toString('utf8')) as {
+  const config = JSON.parse((await client.getBlob(repository, manifest.config.digest)).toString('utf8')) as {
     config?: { Labels?: Record<string, string> };
   };
   const labels = config.config?.Labels ?? {};
@@ -85,8 +124,7 @@ export async function mirrorOscontainer(
     });
   }
   return {
-    digest: copied.digest,
-    pinned: `${dest.registry}/${dest.repository}@${copied.digest}`,
+    digest,
     commit,
     version: labels.version ?? labels['org.opencontainers.image.version'] ?? '',
     // ostree-ext's importer tests the label keys only (store.rs, bootc-dev/bootc 534c76ea).

@@ -2,7 +2,13 @@
 
 export { MediaType } from '../oci/media-types.js';
 export { byDigest, formatReference, type ImageReference, parseReference } from '../oci/reference.js';
-export { type BuildAndPushOptions, buildAndPush, mirrorOscontainer, type PublishedImage } from './api.js';
+export {
+  type BuildAndPushOptions,
+  buildAndPush,
+  mirrorOscontainer,
+  type PublishedImage,
+  resolveThroughCache,
+} from './api.js';
 export {
   type BuildOptions,
   buildOscontainer,

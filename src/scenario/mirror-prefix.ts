@@ -50,6 +50,11 @@ export function readMirrorPrefix(r: DocumentReader, node: Node | null, what: str
   return { prefix: text, path: path.join('/') };
 }
 
+/** The prefix a repository name (`quay.io/ns/os`, no tag or digest) lies under, if any. */
+export function coveringPrefix<T extends MirrorPrefix>(prefixes: readonly T[], name: string): T | undefined {
+  return prefixes.find((p) => name === p.prefix || name.startsWith(`${p.prefix}/`));
+}
+
 /** Whether one repository path is `other` or lies under it. */
 export function pathWithin(path: string, other: string): boolean {
   return path === other || path.startsWith(`${other}/`);

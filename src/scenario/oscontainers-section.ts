@@ -1,38 +1,75 @@
 /** `oscontainers:`: the images nodes pivot to, by name (built from the fixture, an ostree commit or a rootfs; or pulled). */
 import { join } from 'node:path';
 import { isScalar, type Node } from 'yaml';
+import { parseReference } from '../oci/reference.js';
 import { describeKind } from './images-section.js';
+import { coveringPrefix } from './mirror-prefix.js';
 import { referenceProblem } from './pullspec.js';
 import type { DocumentReader } from './reader.js';
-import type { OscontainerFormat, OscontainerSource } from './types.js';
+import type { OscontainerFormat, OscontainerSource, RegistrySpec } from './types.js';
 
 const FORMATS: readonly OscontainerFormat[] = ['legacy', 'native'];
 
-export function readOscontainers(r: DocumentReader, node: Node | null, out: Map<string, OscontainerSource>): void {
+/** `registry` is the scenario's registry section, or undefined when it is broken (then no check depends on it). */
+export function readOscontainers(
+  r: DocumentReader,
+  node: Node | null,
+  out: Map<string, OscontainerSource>,
+  registry: RegistrySpec | undefined,
+): void {
   const map = r.map(node, 'oscontainers');
   for (const pair of map.items) {
     r.guard(() => {
       if (isScalar(pair.key)) r.broken.add(String(pair.key.value));
       const name = r.name(pair.key as Node, 'oscontainer name');
       r.broken.add(name);
-      out.set(name, readOscontainer(r, pair.value as Node | null, `oscontainer '${name}'`));
+      out.set(name, readOscontainer(r, pair.value as Node | null, `oscontainer '${name}'`, registry));
       r.broken.delete(name);
     });
   }
 }
 
-function readOscontainer(r: DocumentReader, node: Node | null, what: string): OscontainerSource {
+function readOscontainer(
+  r: DocumentReader,
+  node: Node | null,
+  what: string,
+  registry: RegistrySpec | undefined,
+): OscontainerSource {
   if (isScalar(node)) return readBuildSource(r, node, what);
-  const f = r.fields(node, what, ['build', 'pull']);
+  const f = r.fields(node, what, ['build', 'pull', 'prefetch']);
   if (f.has('build') === f.has('pull')) r.fail(node, `${what} needs exactly one of 'build' or 'pull'`);
+  if (f.has('prefetch') && !f.has('pull')) r.fail(f.get('prefetch')!.key, `${what}: 'prefetch' applies to 'pull' only`);
   if (f.has('pull')) {
     const value = f.get('pull')!.value;
     const ref = r.string(value, `${what}.pull`);
     const problem = referenceProblem(ref);
     if (problem) r.fail(value, `${what}.pull: ${problem.message}`, problem.hint);
-    return { kind: 'pull', ref };
+    const prefetch = f.has('prefetch') ? r.boolean(f.get('prefetch')!.value, `${what}.prefetch`) : true;
+    if (!prefetch && registry) onDemandProblem(r, f.get('prefetch')!.value, what, ref, registry);
+    return { kind: 'pull', ref, ...(prefetch ? {} : { prefetch: false as const }) };
   }
   return readBuildSource(r, f.get('build')!.value, `${what}.build`);
+}
+
+/**
+ * `prefetch: false` leaves the image at the upstream until a node asks the embedded registry for it, which then
+ * pulls it through: that needs mirror mode with an upstream, and the reference under one of the mirrored prefixes.
+ */
+function onDemandProblem(r: DocumentReader, at: Node | null, what: string, ref: string, registry: RegistrySpec): void {
+  const mirror = registry.kind === 'embedded' ? registry.mirror : undefined;
+  if (!mirror?.upstream)
+    r.fail(
+      at,
+      `${what}: 'prefetch: false' needs registry.mirror and registry.upstream: the nodes pull the image through the embedded registry from the upstream`,
+      "add registry: { mirror: [PREFIX], upstream: URL }, or drop 'prefetch: false' to copy the image ahead",
+    );
+  const parsed = parseReference(ref);
+  if (!coveringPrefix(mirror.prefixes, `${parsed.registry}/${parsed.repository}`))
+    r.fail(
+      at,
+      `${what}: 'prefetch: false' but ${ref} is not under a registry.mirror prefix (${mirror.prefixes.map((p) => p.prefix).join(', ')})`,
+      "only mirrored names reach the embedded registry's pull-through cache: mirror its namespace, or drop 'prefetch: false'",
+    );
 }
 
 function readBuildSource(r: DocumentReader, node: Node | null, what: string): OscontainerSource {

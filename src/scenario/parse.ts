@@ -147,10 +147,14 @@ function readScenario(r: DocumentReader, root: Node | null, file: string, deferr
     ? (r.guard(() => r.duration(get('timeout'), 'timeout')) ?? DEFAULT_TIMEOUT_MS)
     : DEFAULT_TIMEOUT_MS;
   if (top.has('images')) r.guard(() => readImages(r, get('images'), images));
-  if (top.has('oscontainers')) r.guard(() => readOscontainers(r, get('oscontainers'), oscontainers));
+  // The registry first: `prefetch: false` in oscontainers needs its mirror and upstream (undefined when broken).
+  const issuesBefore = r.issues.length;
   const registry: RegistrySpec = top.has('registry')
     ? (r.guard(() => readRegistry(r, get('registry'))) ?? { kind: 'embedded' })
     : { kind: 'embedded' };
+  const registryKnown = r.issues.length === issuesBefore;
+  if (top.has('oscontainers'))
+    r.guard(() => readOscontainers(r, get('oscontainers'), oscontainers, registryKnown ? registry : undefined));
   if (!top.has('nodes')) r.fail(root, "the scenario needs 'nodes:' (at least one node)");
   const nodes = readNodes(r, get('nodes'), { images, oscontainers, deferred });
   const steps = top.has('steps')

@@ -17,7 +17,8 @@ export type OscontainerSource =
   | { kind: 'build-fixture'; version: string; format?: OscontainerFormat }
   | { kind: 'build-ostree'; repo: string; commit: string; format?: OscontainerFormat }
   | { kind: 'build-rootfs'; rootfs: string; version?: string; format?: OscontainerFormat }
-  | { kind: 'pull'; ref: string };
+  /** `prefetch: false` (mirror mode with an upstream): not copied ahead; the nodes pull it through the cache. */
+  | { kind: 'pull'; ref: string; prefetch?: false };
 
 /** Mirror mode (docs/PROTOCOLS.md "Mirror mode"): guests keep upstream pullspecs under these prefixes. */
 export interface MirrorSpec {

@@ -185,6 +185,8 @@ export interface FakeWorld {
   builds: string[];
   /** pullOscontainer calls: where from, into which repository of the registry. */
   pulls: { ref: string; repository: string }[];
+  /** resolveOscontainer calls (`prefetch: false`): the upstream reference, the upstream, the repository. */
+  resolves: { ref: string; upstream: string; repository: string }[];
   /** Repositories the MCO image was pushed to. */
   mcoPushes: string[];
 }
@@ -197,6 +199,7 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
     ignition: [],
     builds: [],
     pulls: [],
+    resolves: [],
     mcoPushes: [],
     deps: undefined as never,
   };
@@ -225,6 +228,11 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
       world.pulls.push({ ref, repository });
       // A digest pullspec keeps its digest (a copy keeps the manifest's bytes); a tag resolves to a fixed one.
       const digest = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1] ?? `sha256:${'f'.repeat(64)}`;
+      return { digest, commit: COMMITS['2']!, version: '2', format: 'legacy' };
+    },
+    async resolveOscontainer({ ref, upstream, repository }) {
+      world.resolves.push({ ref, upstream, repository });
+      const digest = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1] ?? `sha256:${'e'.repeat(64)}`;
       return { digest, commit: COMMITS['2']!, version: '2', format: 'legacy' };
     },
     async pushMcoImage({ repository }) {

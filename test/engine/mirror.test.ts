@@ -92,3 +92,52 @@ steps:
   t.deepEqual(n1?.registry.mirrors, [{ prefix: 'quay.io/openshift-release-dev', path: 'openshift-release-dev' }]);
   t.regex(n2?.image ?? '', /^10\.0\.2\.2:\d+\/devpivot\/local@sha256:/, 'a built oscontainer keeps its devpivot name');
 });
+
+test('prefetch: false: nothing is copied ahead; the tag is resolved through the cache and the guest pins it', async (t) => {
+  const world = fakeDeps();
+  const text = `registry:
+  mirror: [quay.io/openshift-release-dev]
+  upstream: 'http://127.0.0.1:5999'
+oscontainers:
+  lazy: { pull: 'quay.io/openshift-release-dev/fixture:2', prefetch: false }
+  eager: { pull: 'quay.io/openshift-release-dev/other@${DIGEST}' }
+nodes:
+  n1: { image: fixture:1, pivot: lazy }
+  n2: { image: fixture:1, pivot: eager }
+steps:
+  - up
+`;
+  const bus = new EventBus();
+  const logs: string[] = [];
+  bus.subscribe((event) => {
+    if (event.kind === 'log') logs.push(event.message);
+  });
+  const result = await runScenario({
+    scenario: parseScenario(
+      text,
+      '/tmp/mirror.yaml',
+      localEnvironment({ fixture: { versions: ['1', '2'], bootable: ['1', '2'] } }),
+    ),
+    deps: world.deps,
+    bus,
+    signal: new AbortController().signal,
+    keep: false,
+    stateDir: '/tmp/devpivot-test-state',
+    cacheDir: '/tmp/devpivot-test-cache',
+  });
+  t.is(result.exitCode, 0);
+  t.deepEqual(world.resolves, [
+    {
+      ref: '127.0.0.1:5999/openshift-release-dev/fixture:2',
+      upstream: 'http://127.0.0.1:5999',
+      repository: 'openshift-release-dev/fixture',
+    },
+  ]);
+  t.deepEqual(
+    world.pulls.map((p) => p.repository),
+    ['openshift-release-dev/other'],
+    'only the prefetched image is copied',
+  );
+  t.is(world.ignition[0]?.image, `quay.io/openshift-release-dev/fixture@sha256:${'e'.repeat(64)}`);
+  t.true(logs.some((line) => /its layers are fetched from the upstream when a node first asks/.test(line)));
+});

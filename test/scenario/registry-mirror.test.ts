@@ -44,3 +44,37 @@ test('every bad prefix in the list is reported, not only the first', (t) => {
   const error = t.throws(() => parse('{ mirror: [nohost/a, quay.io/UPPER, quay.io] }'), { instanceOf: ScenarioError });
   t.is(error instanceof ScenarioError ? error.issues.length : 0, 3);
 });
+
+test('prefetch: false is kept on a mirrored pull with an upstream; a pull copies ahead by default', (t) => {
+  const scenario = parseScenario(
+    `registry: { mirror: [quay.io/ns], upstream: 'http://127.0.0.1:5999' }
+oscontainers:
+  lazy: { pull: 'quay.io/ns/os:2', prefetch: false }
+  eager: { pull: 'quay.io/ns/os:2', prefetch: true }
+  plain: { pull: 'quay.io/ns/os:2' }
+nodes: { n: { pivot: lazy } }
+`,
+    '/x.yaml',
+  );
+  t.deepEqual(scenario.oscontainers.get('lazy'), { kind: 'pull', ref: 'quay.io/ns/os:2', prefetch: false });
+  t.deepEqual(scenario.oscontainers.get('eager'), { kind: 'pull', ref: 'quay.io/ns/os:2' });
+  t.deepEqual(scenario.oscontainers.get('plain'), { kind: 'pull', ref: 'quay.io/ns/os:2' });
+});
+
+test('prefetch: false with a broken registry section reports the registry only', (t) => {
+  const error = t.throws(
+    () =>
+      parseScenario(
+        `registry: { mirror: [nohost/a], upstream: 'http://127.0.0.1:5999' }
+oscontainers:
+  lazy: { pull: 'quay.io/ns/os:2', prefetch: false }
+nodes: { n: { pivot: lazy } }
+`,
+        '/x.yaml',
+      ),
+    { instanceOf: ScenarioError },
+  );
+  const issues = error instanceof ScenarioError ? error.issues : [];
+  t.is(issues.length, 1, issues.map((i) => i.message).join('\n'));
+  t.regex(issues[0]?.message ?? '', /does not start with a registry host/);
+});
