@@ -102,7 +102,7 @@ export function mcdFragment(image: string, kernelArgs: KernelArg[], mcoImage: st
   if (mcoImage === undefined || !PULLSPEC.test(mcoImage)) {
     throw new UsageError(
       mcoImage === undefined ? 'the mcd driver needs an MCO image' : `invalid MCO image pullspec '${mcoImage}'`,
-      'give the machine-config-operator image the units run, e.g. 10.0.2.2:5000/devpivot/mco@sha256:…',
+      'give the machine-config-operator image the units run (devpivot ignition --mco-image REF), e.g. 10.0.2.2:5000/devpivot/mco@sha256:…',
       'IGNITION_MCO_IMAGE',
     );
   }

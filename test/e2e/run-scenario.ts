@@ -25,6 +25,8 @@ export function runScenarioCli(
     file?: string;
     /** The command and its operands instead of `run FILE` (e.g. `['up', '--os-image', REF]`). */
     command?: string[];
+    /** Added to the environment (e.g. DEVPIVOT_STATE_DIR: a registry store of the test's own). */
+    env?: NodeJS.ProcessEnv;
   } = {},
 ): Promise<ScenarioRun> {
   return new Promise((resolve, reject) => {
@@ -38,7 +40,7 @@ export function runScenarioCli(
         session(name),
         ...(options.extraArgs ?? []),
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: 'true' } },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env, CI: 'true' } },
     );
     const events: Stamped[] = [];
     let pending = '';

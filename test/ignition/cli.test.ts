@@ -78,3 +78,57 @@ test('usage errors: unknown driver, tag for legacy, bad spec, --ca with a non-PE
   t.is(ca.code, 2);
   t.regex(ca.stderr, /not a PEM certificate/);
 });
+
+test('--driver mcd --mco-image with --mirror: the units run that image, the drop-in sends the prefix to the mirror', async (t) => {
+  const mco = `10.0.2.2:5000/devpivot-fixture/mco@sha256:${'b'.repeat(64)}`;
+  const upstream = `quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:${'a'.repeat(64)}`;
+  const result = await runCli([
+    'ignition',
+    '--driver',
+    'mcd',
+    '--image',
+    upstream,
+    '--mco-image',
+    mco,
+    '--insecure-registry',
+    '10.0.2.2:5000',
+    '--mirror',
+    'quay.io/openshift-release-dev',
+  ]);
+  t.is(result.code, 0, result.stderr);
+  const config = JSON.parse(result.stdout);
+  const units = config.systemd.units as { name: string; contents?: string }[];
+  const firstboot = units.find((unit) => unit.name === 'machine-config-daemon-firstboot.service');
+  t.regex(
+    firstboot?.contents ?? '',
+    new RegExp(`--entrypoint machine-config-daemon '${mco}' firstboot-complete-machineconfig`),
+  );
+  const files = config.storage.files as { path: string; contents: { source: string } }[];
+  const file = (path: string) => {
+    const source = files.find((f) => f.path === path)?.contents.source ?? '';
+    return decodeURIComponent(source.replace(/^data:[^,]*,/, ''));
+  };
+  const encapsulated = JSON.parse(file('/etc/ignition-machine-config-encapsulated.json'));
+  t.is(encapsulated.spec.osImageURL, upstream);
+  const dropIn = file('/etc/containers/registries.conf.d/50-devpivot-mirror.conf');
+  t.regex(dropIn, /prefix = "quay\.io\/openshift-release-dev"/);
+  t.regex(dropIn, /location = "10\.0\.2\.2:5000\/openshift-release-dev"/);
+  t.true((await runIgnitionValidate(config)).ok);
+});
+
+test('--mco-image off the mcd driver, --mirror without a registry or with a whole registry: usage errors', async (t) => {
+  const cases: [string[], RegExp][] = [
+    [['--driver', 'legacy', '--mco-image', IMAGE], /--mco-image applies to --driver mcd only/],
+    [['--driver', 'mcd'], /the mcd driver needs an MCO image[\s\S]*--mco-image/],
+    [['--mirror', 'quay.io/ns'], /--mirror needs the registry that serves the mirrored content/],
+    [
+      ['--mirror', 'quay.io', '--insecure-registry', '10.0.2.2:5000'],
+      /--mirror 'quay\.io' is not a repository namespace/,
+    ],
+  ];
+  for (const [args, expected] of cases) {
+    const result = await runCli(['ignition', '--image', IMAGE, ...args]);
+    t.is(result.code, 2, args.join(' '));
+    t.regex(result.stderr, expected);
+  }
+});

@@ -126,7 +126,7 @@ test('native target (ostree.bootable): cleanup -p, rebase by the registry refere
   });
   t.is(run.code, 0, run.stderr);
   t.deepEqual(run.calls, [
-    `skopeo inspect docker://${TARGET}`,
+    `skopeo inspect --no-tags docker://${TARGET}`,
     'rpm-ostree cleanup -p',
     `rpm-ostree rebase --experimental ostree-unverified-registry:${TARGET}`,
     'rpm-ostree kargs --append=a=1 --append=b',

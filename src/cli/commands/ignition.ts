@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { DevpivotError, UsageError } from '../../core/errors.js';
-import { PIVOT_DRIVERS, type PivotDriver } from '../../ignition/fragments.js';
+import { PIVOT_DRIVERS, type PivotDriver, type RegistryTrust } from '../../ignition/fragments.js';
 import { generateIgnition, serializeIgnition } from '../../ignition/generate.js';
 import { parseSpecVersion } from '../../ignition/spec.js';
 import { assertValidIgnition } from '../../ignition/validate.js';
@@ -24,13 +24,25 @@ async function sshKey(value: string): Promise<string> {
   return (await readUserFile(value, 'ssh public key')).trim();
 }
 
+/** `--mirror PREFIX`: a repository namespace, held by the mirror registry under the same path. */
+function mirrorPrefix(prefix: string): { prefix: string; path: string } {
+  const [host = '', ...path] = prefix.split('/');
+  if (!/[.:]|^localhost$/.test(host) || path.length === 0 || path.some((part) => part === '') || /[@*]/.test(prefix))
+    throw new UsageError(
+      `--mirror '${prefix}' is not a repository namespace`,
+      'name a registry host and a path, like quay.io/openshift-release-dev',
+    );
+  return { prefix, path: path.join('/') };
+}
+
 export const command: Command = {
   name: 'ignition',
   summary: 'Print the Ignition config that makes a node pivot to an image',
-  usage: '--driver legacy|rpm-ostree|bootc --image REF [options]',
+  usage: '--driver legacy|rpm-ostree|bootc|mcd --image REF [--mco-image REF] [options]',
   description:
     "Print the Ignition config devpivot gives a node (pretty JSON, to read and diff): the pivot driver's part\n" +
-    '(legacy: /etc/pivot/image-pullspec; rpm-ostree: a rebase unit; bootc: a switch unit), registry trust,\n' +
+    '(legacy: /etc/pivot/image-pullspec; rpm-ostree: a rebase unit; bootc: a switch unit; mcd: the encapsulated\n' +
+    "MachineConfig and the machine-config daemon's firstboot units, run from --mco-image), registry trust and mirrors,\n" +
     'console drop-ins, the boot report unit, ssh keys, hostname, and your own config merged on top.\n' +
     "Spec 3 output is checked with ignition-validate, spec 2.2 with devpivot's own rules.",
   options: {
@@ -52,6 +64,17 @@ export const command: Command = {
       description: 'Mark this plain-HTTP registry insecure',
     },
     ca: { type: 'string', valueName: 'FILE', description: "Trust this CA (PEM) for the image's registry" },
+    mirror: {
+      type: 'string',
+      multiple: true,
+      valueName: 'PREFIX',
+      description: 'Send digest pulls under PREFIX (quay.io/ns) to the --insecure-registry or --ca registry',
+    },
+    'mco-image': {
+      type: 'string',
+      valueName: 'REF',
+      description: 'Driver mcd: the machine-config-operator image its units run, as the guest pulls it',
+    },
     'ssh-key': {
       type: 'string',
       multiple: true,
@@ -84,7 +107,7 @@ export const command: Command = {
     }
     const insecure = args.string('insecure-registry');
     const caPath = args.string('ca');
-    let registry: { hostPort: string; insecure?: boolean; caPem?: string } | undefined;
+    let registry: RegistryTrust | undefined;
     if (insecure) registry = { hostPort: insecure, insecure: true };
     if (caPath) {
       const caPem = await readUserFile(caPath, 'CA certificate');
@@ -93,9 +116,25 @@ export const command: Command = {
       }
       registry = { hostPort: insecure ?? parseReference(image).registry, ...registry, caPem };
     }
+    const mirrors = args.strings('mirror').map(mirrorPrefix);
+    if (mirrors.length > 0) {
+      if (!registry)
+        throw new UsageError(
+          '--mirror needs the registry that serves the mirrored content',
+          'add --insecure-registry HOST:PORT (or --ca FILE for a TLS registry named by --image)',
+        );
+      registry = { ...registry, mirrors };
+    }
+    const mcoImage = args.string('mco-image');
+    if (mcoImage !== undefined && driver !== 'mcd')
+      throw new UsageError(
+        `--mco-image applies to --driver mcd only (this is ${driver})`,
+        'leave it out, or use --driver mcd',
+      );
     const config = generateIgnition({
       driver,
       image,
+      ...(mcoImage ? { mcoImage } : {}),
       spec,
       registry,
       kernelArgs: args.strings('kernel-arg'),

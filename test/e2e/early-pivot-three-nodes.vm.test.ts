@@ -1,0 +1,105 @@
+/**
+ * scenarios/early-pivot-three-nodes.yaml end to end: three mcd workers pivot on first boot through one pull-through
+ * cache. A loopback distribution registry plays quay.io (the shipped file's `upstream:` port is replaced by a
+ * counting proxy in front of it) and holds fixture v2 under openshift-release-dev/. The run gets a state directory
+ * of its own, so the embedded registry starts with an empty store: every blob of v2 must come from the upstream,
+ * and exactly once, although three guests pull it.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { loadFixture } from '../../src/images/fixture.js';
+import type { ImageManifest } from '../../src/oci/manifest.js';
+import { buildAndPush, RegistryClient } from '../../src/oscontainer/index.js';
+import { repoRoot } from '../helpers/cli.js';
+import { type DockerRegistry, startDockerRegistry } from '../oscontainer/docker-registry.js';
+import { type CountingProxy, startCountingProxy } from '../registry/upstream.js';
+import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
+
+const REPOSITORY = 'openshift-release-dev/devpivot-fixture';
+const NODES = ['worker-0', 'worker-1', 'worker-2'];
+
+let dir: string;
+let upstream: DockerRegistry;
+let proxy: CountingProxy;
+
+test.before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'devpivot-three-nodes-vm-'));
+  upstream = await startDockerRegistry();
+  proxy = await startCountingProxy(`http://${upstream.hostPort}`);
+});
+
+test.after.always(async () => {
+  await proxy?.close();
+  await upstream?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+test.serial(
+  'early-pivot-three-nodes: three mcd workers pivot through one cache, each blob fetched upstream once',
+  async (t) => {
+    t.timeout(40 * 60_000);
+    const fixture = await loadFixture();
+    const v2 = fixture.versions.find((entry) => entry.version === '2')!;
+    // Straight into the upstream, not through the proxy: the proxy counts only what devpivot's registry fetches.
+    const pushed = await buildAndPush({
+      repo: fixture.repo,
+      commit: v2.commit,
+      target: `${upstream.hostPort}/${REPOSITORY}:2`,
+    });
+    const manifest = JSON.parse(
+      (await new RegistryClient(upstream.hostPort).getManifest(REPOSITORY, pushed.digest)).bytes.toString('utf8'),
+    ) as ImageManifest;
+    const blobs = [manifest.config.digest, ...manifest.layers.map((layer) => layer.digest)];
+
+    const shipped = await readFile(`${repoRoot}scenarios/early-pivot-three-nodes.yaml`, 'utf8');
+    t.regex(shipped, /upstream: http:\/\/127\.0\.0\.1:5999\n/);
+    t.regex(shipped, /prefetch: false/);
+    const file = join(dir, 'early-pivot-three-nodes.yaml');
+    await writeFile(file, shipped.replace('http://127.0.0.1:5999', proxy.url));
+
+    const run = await runScenarioCli('three-nodes', {
+      file,
+      timeoutMs: 38 * 60_000,
+      env: { DEVPIVOT_STATE_DIR: join(dir, 'state') },
+    });
+    t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
+    const image = `quay.io/${REPOSITORY}@${pushed.digest}`;
+    for (const node of NODES) {
+      t.deepEqual(bootedVersions(run.events, node), ['1', '2'], node);
+      const booted = run.events.flatMap((e) => (e.kind === 'guest.booted' && e.node === node ? [e.image] : []));
+      t.is(booted[1], image, `${node} booted the upstream name, by digest`);
+    }
+
+    // Upstream: the tag resolved once, the manifest by digest once, each blob once — nothing else.
+    const blobGets = proxy.requests.filter((r) => r.startsWith(`GET /v2/${REPOSITORY}/blobs/`));
+    t.deepEqual([...blobGets].sort(), blobs.map((digest) => `GET /v2/${REPOSITORY}/blobs/${digest}`).sort());
+    t.is(proxy.count('GET', `/v2/${REPOSITORY}/manifests/2`), 1);
+    t.is(proxy.count('GET', `/v2/${REPOSITORY}/manifests/${pushed.digest}`), 1);
+    const stored = run.events.flatMap((e) =>
+      e.kind === 'registry.upstream' ? [`${e.what} ${e.digest} ${e.outcome}`] : [],
+    );
+    t.deepEqual(
+      stored.sort(),
+      [...blobs.map((digest) => `blob ${digest} stored`), `manifest ${pushed.digest} stored`].sort(),
+    );
+    // ...yet every layer reached all three guests whole, from the embedded registry.
+    for (const layer of manifest.layers) {
+      const served = run.events.filter(
+        (e) =>
+          e.kind === 'registry.request' &&
+          e.method === 'GET' &&
+          e.path === `/v2/${REPOSITORY}/blobs/${layer.digest}` &&
+          e.status === 200 &&
+          e.bytes === layer.size,
+      );
+      t.true(served.length >= NODES.length, `${layer.digest} served whole ${served.length} times`);
+    }
+    const blocked = run.events.filter(
+      (e) => e.kind === 'log' && /tried to reach .*: blocked/.test(e.message) && !/reach ipv6:/.test(e.message),
+    );
+    t.deepEqual(blocked, []);
+    t.deepEqual(leftoverDomains('three-nodes'), []);
+  },
+);
