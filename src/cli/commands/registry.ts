@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { UsageError } from '../../core/errors.js';
 import { stateDir } from '../../core/paths.js';
+import { underPaths } from '../../engine/mirror.js';
+import { upstreamClient } from '../../oscontainer/index.js';
 import { collectGarbage } from '../../registry/gc.js';
 import { startRegistry } from '../../registry/server.js';
 import { RegistryStore } from '../../registry/store.js';
@@ -18,9 +20,32 @@ function portOf(value: string | undefined): number {
   return Number(value);
 }
 
+/** `--upstream URL`: a registry base URL (scheme, host, port), as `registry.upstream` in a scenario. */
+function upstreamOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`invalid --upstream '${value}'`, 'give the registry base URL, like http://127.0.0.1:5999');
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.pathname.replace(/\/+$/, '') !== '' || url.search)
+    throw new UsageError(
+      `invalid --upstream '${value}': it must be http(s)://HOST[:PORT] with no path`,
+      'give the registry base URL, like https://quay.io',
+    );
+  if (url.username || url.password)
+    throw new UsageError('--upstream holds credentials', 'log in with skopeo login (auth.json) instead');
+  return url.origin;
+}
+
 async function serve(context: CommandContext): Promise<number> {
-  const { args, bus, stdout } = context;
+  const { args, bus, stdout, env } = context;
   const storage = storageOf(context);
+  const upstream = upstreamOf(args.string('upstream'));
+  const covers = args.strings('cover');
+  if (covers.length > 0 && !upstream)
+    throw new UsageError('--cover needs --upstream', 'name the registry to pull through from with --upstream URL');
   if (!args.flag('quiet')) {
     bus.on('registry.request', (e) =>
       stdout.write(
@@ -28,14 +53,30 @@ async function serve(context: CommandContext): Promise<number> {
       ),
     );
   }
+  if (!args.flag('quiet'))
+    bus.on('registry.upstream', (e) =>
+      stdout.write(
+        `upstream ${e.what} ${e.repository}@${e.digest} ${e.outcome} ${e.bytes}B${e.error ? `: ${e.error}` : ''}\n`,
+      ),
+    );
   const registry = await startRegistry({
+    ...(upstream
+      ? {
+          pullThrough: {
+            upstream: upstreamClient(upstream, { env }),
+            ...(covers.length > 0 ? { covers: (repository: string) => underPaths(covers, repository) } : {}),
+          },
+        }
+      : {}),
     fsync: !args.flag('no-fsync'),
     host: args.string('host') ?? '127.0.0.1',
     port: portOf(args.string('port')),
     storage,
     bus,
   });
-  stdout.write(`registry listening on ${registry.url} (storage ${storage})\n`);
+  stdout.write(
+    `registry listening on ${registry.url} (storage ${storage})${upstream ? `; pulls through from ${upstream}${covers.length > 0 ? ` for ${covers.join(', ')}` : ''}` : ''}\n`,
+  );
   await untilStopped(context);
   await registry.stop();
   stdout.write('registry stopped\n');
@@ -63,11 +104,15 @@ async function gc(context: CommandContext): Promise<number> {
 export const command: Command = {
   name: 'registry',
   summary: 'Run the embedded OCI registry, or collect its garbage',
-  usage: 'serve [--host ADDR] [--port PORT] [--storage DIR] | gc [--storage DIR] [--grace SECONDS] [--dry-run]',
+  usage:
+    'serve [--host ADDR] [--port PORT] [--storage DIR] [--upstream URL [--cover PATH]...] | gc [--storage DIR] [--grace SECONDS] [--dry-run]',
   description:
     'serve: run the OCI distribution registry (spec v1.1: pull, push, discovery, deletion, referrers) on\n' +
     'loopback until interrupted; prints its URL. gc: remove blobs no manifest references (mark and sweep).\n' +
-    'Storage defaults to $DEVPIVOT_STATE_DIR/registry (/var/lib/devpivot/registry for root).',
+    'Storage defaults to $DEVPIVOT_STATE_DIR/registry (/var/lib/devpivot/registry for root).\n' +
+    'serve --upstream URL: a pull-through cache: a blob or a manifest by digest the store lacks is fetched from URL\n' +
+    'once (concurrent requests share the fetch), streamed while stored, then served from the store; tags never\n' +
+    'pull through. Credentials come from auth.json as for devpivot pull.',
   positionals: [1, 1],
   options: {
     host: { type: 'string', valueName: 'ADDR', description: 'serve: address to bind (default 127.0.0.1)' },
@@ -78,6 +123,17 @@ export const command: Command = {
       type: 'boolean',
       description:
         'serve: skip fsync of blob data: faster; a process crash still never exposes a partial blob, a power loss may',
+    },
+    upstream: {
+      type: 'string',
+      valueName: 'URL',
+      description: 'serve: pull through from this registry (http(s)://HOST[:PORT]) on a miss',
+    },
+    cover: {
+      type: 'string',
+      multiple: true,
+      valueName: 'PATH',
+      description: 'serve: pull through only for repositories under PATH (default: every repository)',
     },
     grace: { type: 'string', valueName: 'SECONDS', description: 'gc: keep blobs younger than this (default 3600)' },
     'dry-run': { type: 'boolean', description: 'gc: only report what would be removed' },
