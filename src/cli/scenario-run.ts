@@ -34,13 +34,14 @@ export const scenarioOptions: Record<string, OptionSpec> = {
  * Run scenarios one after the other with the real modules. Every file is validated first, every problem of
  * every file reported at once (exit status 2), and nothing starts before all of them are valid: no registry, no
  * build, no libvirt connection (the engine is not even loaded). Exit status: the worst of the runs (0 passed,
- * 1 failed, 2 set-up), or 130/143 when interrupted.
+ * 1 failed, 2 set-up), or 130/143 when interrupted. `junitName` names the --junit document's <testsuites>.
  */
 export async function runScenarioFiles(
   files: string[],
   context: CommandContext,
   present: (scenario: Scenario) => Promise<Presenter> | Presenter,
   load: LoadOptions = {},
+  { junitName }: { junitName?: string } = {},
 ): Promise<number> {
   const { args, env, bus } = context;
   const keepFlag = args.flag('keep');
@@ -100,7 +101,7 @@ export async function runScenarioFiles(
     exitCode = Math.max(exitCode, result.exitCode);
     if (outcome.kept) await serveKept(outcome.kept, context, state);
   }
-  if (junitFile) await mergeJunit(junitFile, junitDocs);
+  if (junitFile) await mergeJunit(junitFile, junitDocs, junitName);
   // Interrupted: the status says so, whatever the runs' results were (a kept run's serving excepted).
   if (context.signal.aborted) return (context.signal.reason as { exitCode?: number }).exitCode ?? ExitCode.interrupted;
   return exitCode;

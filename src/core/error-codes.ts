@@ -43,6 +43,16 @@ const CATALOG = {
     exitCode: 2,
   },
   SCENARIO_TIMEOUT: { title: "The scenario's overall timeout ran out" },
+  SHARD_INVALID: {
+    title: 'The --shard value is not INDEX/COUNT with 1 ≤ INDEX ≤ COUNT',
+    hint: 'write --shard INDEX/COUNT, e.g. --shard 1/2 and --shard 2/2',
+    exitCode: 2,
+  },
+  SHARD_TIMINGS_INVALID: {
+    title: 'The --shard-timings file is not a JUnit report with testsuite times',
+    hint: 'pass the --junit FILE of an earlier devpivot run, or leave --shard-timings out to shard by file count',
+    exitCode: 2,
+  },
   FAULT_EXTERNAL_REGISTRY: {
     title: 'A registry fault was asked for while the scenario uses an external registry',
     hint: "remove 'registry:' from the scenario to use the embedded one",

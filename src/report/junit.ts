@@ -52,7 +52,10 @@ export function xmlEscape(text: string): string {
 
 const seconds = (ms: number) => (ms / 1000).toFixed(3);
 
-/** A scenario run as a JUnit <testsuite>: a testcase per step (prepare first) and one per node. */
+/**
+ * A scenario run as a JUnit <testsuite>: a testcase per step (prepare first) and one per node. The suite's `file`
+ * is the scenario file as given, its `time` the run's: `--shard-timings` reads them back (junit-timings.ts).
+ */
 export function renderJunit(scenario: Scenario, result: RunResult, output: Map<string, string[]> = new Map()): string {
   const suite = `devpivot.${scenario.name}`;
   const cases: string[] = [];
@@ -96,28 +99,31 @@ export function renderJunit(scenario: Scenario, result: RunResult, output: Map<s
   }
   const tests = result.steps.length + result.nodes.length;
   return [
-    `  <testsuite name="${xmlEscape(suite)}" tests="${tests}" failures="${failures}" errors="0" skipped="${skipped}" time="${seconds(result.ms)}">`,
+    `  <testsuite name="${xmlEscape(suite)}" file="${xmlEscape(scenario.file)}" tests="${tests}" failures="${failures}" errors="0" skipped="${skipped}" time="${seconds(result.ms)}">`,
     ...cases,
     '  </testsuite>',
   ].join('\n');
 }
 
-/** A JUnit document from testsuite elements (one per scenario run), with the totals on <testsuites>. */
-export function junitDocument(suites: string[]): string {
-  const total = (name: string) =>
-    suites.reduce((sum, suite) => sum + Number(new RegExp(`${name}="([0-9.]+)"`).exec(suite)?.[1] ?? 0), 0);
+/**
+ * A JUnit document from testsuite elements (one per scenario run), with the totals on <testsuites>, named `name`
+ * (`devpivot`, or `devpivot shard 1/2` for a shard: the testsuites keep their names whichever shard runs them).
+ */
+export function junitDocument(suites: string[], name = 'devpivot'): string {
+  const total = (attribute: string) =>
+    suites.reduce((sum, suite) => sum + Number(new RegExp(` ${attribute}="([0-9.]+)"`).exec(suite)?.[1] ?? 0), 0);
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="devpivot" tests="${total('tests')}" failures="${total('failures')}" errors="0" skipped="${total('skipped')}" time="${total('time').toFixed(3)}">`,
+    `<testsuites name="${xmlEscape(name)}" tests="${total('tests')}" failures="${total('failures')}" errors="0" skipped="${total('skipped')}" time="${total('time').toFixed(3)}">`,
     ...suites,
     '</testsuites>',
     '',
   ].join('\n');
 }
 
-/** Write the JUnit file for every scenario of the command. */
-export async function mergeJunit(file: string, suites: string[]): Promise<void> {
-  await writeFile(file, junitDocument(suites));
+/** Write the JUnit file for every scenario of the command (none: an empty report, `tests="0"`). */
+export async function mergeJunit(file: string, suites: string[], name?: string): Promise<void> {
+  await writeFile(file, junitDocument(suites, name));
 }
 
 /** `--junit FILE`: collects node output while the run goes; `document()` is this run's <testsuite>. */
