@@ -95,6 +95,9 @@ test.serial(
           e.bytes === layer.size,
       );
       t.true(served.length >= NODES.length, `${layer.digest} served whole ${served.length} times`);
+      t.log(
+        `layer ${layer.digest.slice(7, 19)} (${(layer.size / 1048576).toFixed(1)} MiB): upstream GETs ${proxy.count('GET', `/v2/${REPOSITORY}/blobs/${layer.digest}`)}, served whole to guests ${served.length}`,
+      );
     }
     const blocked = run.events.filter(
       (e) => e.kind === 'log' && /tried to reach .*: blocked/.test(e.message) && !/reach ipv6:/.test(e.message),
