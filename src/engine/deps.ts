@@ -76,6 +76,9 @@ export interface ResolveOscontainerOptions {
   /** The embedded registry's URL: it pulls the manifest and the config through from the upstream. */
   registry: string;
   repository: string;
+  /** Read the layers through the cache too (the cache then holds the whole image); false: `prefetch: false`. */
+  layers: boolean;
+  bus: EventBus;
   signal: AbortSignal;
 }
 
@@ -111,8 +114,9 @@ export interface Deps {
   buildOscontainer(options: BuildOscontainerOptions): Promise<PushedImage>;
   pullOscontainer(options: PullOscontainerOptions): Promise<PushedImage>;
   /**
-   * `prefetch: false`: the digest and labels of an upstream image, read through the embedded registry's
-   * pull-through cache (manifest and config only); its layers reach the cache when a node first asks.
+   * Mirror mode with an upstream: the digest and labels of an upstream image, read through the embedded registry's
+   * pull-through cache, with its layers (a `pull:`) or without them (`prefetch: false`: they reach the cache when a
+   * node first asks).
    */
   resolveOscontainer(options: ResolveOscontainerOptions): Promise<PushedImage>;
   generateIgnition(request: IgnitionRequest): object;

@@ -224,15 +224,20 @@ async function oscontainer(
             source.ref,
           );
           if (mirrored) world.guestNames.set(name, mirrored.guestName);
-          // Validation made sure that `prefetch: false` comes with a mirrored prefix and an upstream.
-          if (source.prefetch === false && mirrored && scenarioRegistry.kind === 'embedded') {
+          // Through the pull-through cache when there is an upstream (validation made sure `prefetch: false` has one).
+          const upstream = scenarioRegistry.kind === 'embedded' ? scenarioRegistry.mirror?.upstream : undefined;
+          if (mirrored && upstream) {
+            const layers = source.prefetch !== false;
             const image = await deps.resolveOscontainer({
               ref: mirrored.source,
-              upstream: scenarioRegistry.mirror!.upstream!,
+              upstream,
               registry,
               repository: mirrored.repository,
+              layers,
+              bus,
               signal,
             });
+            if (layers) return image;
             bus.emit({
               kind: 'log',
               level: 'info',

@@ -84,12 +84,12 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       return { digest, commit, version, format };
     },
 
-    async resolveOscontainer({ ref, upstream, registry, repository, signal }) {
+    async resolveOscontainer({ ref, upstream, registry, repository, layers, bus, signal }) {
       const { digest, commit, version, format } = await resolveThroughCache(
         ref,
         upstream,
         `${new URL(registry).host}/${repository}`,
-        { signal, env },
+        { signal, env, layers, bus },
       );
       return { digest, commit, version, format };
     },

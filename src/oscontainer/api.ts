@@ -11,6 +11,7 @@ import { copyImage } from './copy.js';
 import { OSTREE_COMMIT_LABEL } from './image.js';
 import { pushOscontainer } from './push.js';
 import { RegistryClient } from './registry-client.js';
+import { pullScope } from './transport/transport.js';
 
 export interface PublishedImage {
   /** sha256:… of the manifest. */
@@ -71,15 +72,18 @@ export async function mirrorOscontainer(
 }
 
 /**
- * A pull-through cache's image, without copying it (`prefetch: false`, docs/PROTOCOLS.md "Mirror mode"): a tag is
- * resolved at the upstream; the manifest and the config are then read through `cache` (`host:port/repo`), which
- * fetches them from the upstream once and keeps them. The layers stay where they are until a node asks the cache.
+ * An upstream image, through a pull-through cache (docs/PROTOCOLS.md "Mirror mode"): a tag is resolved at the
+ * upstream; the manifest and the config are then read through `cache` (`host:port/repo`), which fetches them from
+ * the upstream once and keeps them. With `layers`, every layer is read through it too (and dropped here), so the
+ * cache holds the whole image; without, the layers stay upstream until a node asks the cache (`prefetch: false`).
+ * Filling a cache by reading through it, not by pushing: the cache answers a HEAD for a blob it lacks from the
+ * upstream, so a copier would skip the upload and its manifest PUT would be refused.
  */
 export async function resolveThroughCache(
   upstreamRef: string,
   upstream: string,
   cache: string,
-  options: { signal?: AbortSignal; env?: NodeJS.ProcessEnv } = {},
+  options: { signal?: AbortSignal; env?: NodeJS.ProcessEnv; layers?: boolean; bus?: EventBus } = {},
 ): Promise<PublishedImage> {
   const source = parseReference(stripScheme(upstreamRef));
   let digest = source.digest;
@@ -89,11 +93,30 @@ export async function resolveThroughCache(
     digest = (await remote.getManifest(source.repository, source.tag ?? 'latest')).digest;
   }
   const dest = parseReference(`${stripScheme(cache)}@${digest}`);
-  const client = new RegistryClient(dest.registry, options);
-  return {
-    ...(await readOscontainer(client, dest.repository, digest, upstreamRef)),
-    pinned: `${dest.registry}/${dest.repository}@${digest}`,
-  };
+  const client = new RegistryClient(dest.registry, { signal: options.signal, env: options.env });
+  const image = await readOscontainer(client, dest.repository, digest, upstreamRef);
+  if (options.layers) {
+    const manifest = JSON.parse(
+      (await client.getManifest(dest.repository, digest)).bytes.toString('utf8'),
+    ) as ImageManifest;
+    const total = manifest.layers.reduce((sum, layer) => sum + layer.size, 0);
+    let done = 0;
+    let shown = 0;
+    const ref = `${dest.registry}/${dest.repository}@${digest}`;
+    for (const layer of manifest.layers) {
+      const path = `/v2/${dest.repository}/blobs/${layer.digest}`;
+      const response = await client.request('GET', path, dest.repository, { scopes: [pullScope(dest.repository)] });
+      // The cache verifies the digest while it stores the blob; here the bytes are only counted.
+      for await (const chunk of response.body ?? []) {
+        done += (chunk as Uint8Array).length;
+        if (done - shown < 1 << 20 && done !== total) continue;
+        shown = done;
+        options.bus?.emit({ kind: 'image.progress', ref, phase: 'caching', done, total });
+      }
+    }
+    options.bus?.emit({ kind: 'image.pulled', ref, digest });
+  }
+  return { ...image, pinned: `${dest.registry}/${dest.repository}@${digest}` };
 }
 
 /** The oscontainer labels of `repository@digest` in `client`'s registry; `source` names it in errors. */

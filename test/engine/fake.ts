@@ -185,8 +185,8 @@ export interface FakeWorld {
   builds: string[];
   /** pullOscontainer calls: where from, into which repository of the registry. */
   pulls: { ref: string; repository: string }[];
-  /** resolveOscontainer calls (`prefetch: false`): the upstream reference, the upstream, the repository. */
-  resolves: { ref: string; upstream: string; repository: string }[];
+  /** resolveOscontainer calls (mirror mode with an upstream): reference, upstream, repository, with layers. */
+  resolves: { ref: string; upstream: string; repository: string; layers: boolean }[];
   /** Repositories the MCO image was pushed to. */
   mcoPushes: string[];
 }
@@ -230,8 +230,8 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
       const digest = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1] ?? `sha256:${'f'.repeat(64)}`;
       return { digest, commit: COMMITS['2']!, version: '2', format: 'legacy' };
     },
-    async resolveOscontainer({ ref, upstream, repository }) {
-      world.resolves.push({ ref, upstream, repository });
+    async resolveOscontainer({ ref, upstream, repository, layers }) {
+      world.resolves.push({ ref, upstream, repository, layers });
       const digest = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1] ?? `sha256:${'e'.repeat(64)}`;
       return { digest, commit: COMMITS['2']!, version: '2', format: 'legacy' };
     },
