@@ -26,9 +26,14 @@ function options(world: ReturnType<typeof fakeDeps>, signal: AbortSignal, extra:
 test('an interruption exits with the exit status its reason carries (143 for SIGTERM)', async (t) => {
   const controller = new AbortController();
   const world = fakeDeps({ tick: 20 });
-  setTimeout(() => controller.abort(new DevpivotError('ABORTED', 'interrupted by SIGTERM', { exitCode: 143 })), 60);
-  const result = await runScenario(options(world, controller.signal));
+  // On the node's start, not after a fixed delay: under load a timer could fire before there is a host.
+  const bus = new EventBus();
+  bus.on('vm.started', () =>
+    setTimeout(() => controller.abort(new DevpivotError('ABORTED', 'interrupted by SIGTERM', { exitCode: 143 })), 10),
+  );
+  const result = await runScenario(options(world, controller.signal, { bus }));
   t.is(result.exitCode, 143);
+  t.true(world.host!.nodes.length > 0);
   t.true(world.host!.nodes.every((node) => node.destroyed));
 });
 
