@@ -11,8 +11,24 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env, uid = process.get
 /** Where rebuildable artefacts go: fixture images, built oscontainers. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? 0): string {
   if (env.DEVPIVOT_CACHE_DIR) return env.DEVPIVOT_CACHE_DIR;
-  if (uid === 0) return '/var/cache/devpivot';
+  if (uid === 0) return SYSTEM_CACHE_DIR;
   return join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'devpivot');
+}
+
+/** root's cache: every user's shared, read-only source of a fixture already built there. */
+export const SYSTEM_CACHE_DIR = '/var/cache/devpivot';
+
+/**
+ * The cache read before rebuilding anything the user's own cache lacks: DEVPIVOT_SHARED_CACHE_DIR, else root's
+ * (/var/cache/devpivot) for a user on their default cache; none when it is the user's own cache, or when
+ * DEVPIVOT_CACHE_DIR names a cache explicitly (that cache alone, as asked).
+ */
+export function sharedCacheDir(
+  env: NodeJS.ProcessEnv = process.env,
+  uid = process.getuid?.() ?? 0,
+): string | undefined {
+  const shared = env.DEVPIVOT_SHARED_CACHE_DIR ?? (uid === 0 || env.DEVPIVOT_CACHE_DIR ? undefined : SYSTEM_CACHE_DIR);
+  return shared && shared !== cacheDir(env, uid) ? shared : undefined;
 }
 
 /**

@@ -6,6 +6,7 @@
 import { existsSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { run } from '../core/exec.js';
+import { fixtureState } from '../images/fixture.js';
 import { probeAccelCached } from '../vm/accel.js';
 
 /** One row of `devpivot doctor`. `required: false` rows inform but never fail the check. */
@@ -20,6 +21,8 @@ export interface CheckResult {
 export interface CheckContext {
   uri: string;
   stateDir: string;
+  /** The environment the run would have (DEVPIVOT_CACHE_DIR, DEVPIVOT_SHARED_CACHE_DIR; default process.env). */
+  env?: NodeJS.ProcessEnv;
 }
 
 type Check = (context: CheckContext) => Promise<CheckResult>;
@@ -165,6 +168,23 @@ export const checkPool: Check = async ({ uri }) => {
   };
 };
 
+/** Which fixture build a run uses: the user's own cache, the shared (root's) one read-only, or none yet. */
+export const checkFixture: Check = async ({ env }) => {
+  const state = await fixtureState({ env });
+  const fresh = state.fresh;
+  return {
+    name: 'fixture',
+    ok: fresh,
+    detail: !fresh
+      ? `not built for this recipe (${state.key}); a run builds it into ${state.dir}`
+      : state.source === 'shared'
+        ? `${state.key}: the shared cache, read-only (${state.dir}); your own cache has no build`
+        : `${state.key}: your own cache (${state.dir})`,
+    fix: fresh ? '' : (process.getuid?.() ?? 0) === 0 ? 'devpivot images build' : 'sudo devpivot images build',
+    required: false,
+  };
+};
+
 export const checks: Check[] = [
   checkLibvirt,
   program('qemu', 'qemu-system-x86_64', ['--version'], 'qemu-system-x86'),
@@ -177,6 +197,7 @@ export const checks: Check[] = [
   checkGrub,
   checkDisk,
   checkPool,
+  checkFixture,
 ];
 
 /** Run every check concurrently (the KVM probe is the slow one, bounded to ~5 s). */

@@ -8,6 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DevpivotError } from '../core/errors.js';
+import { SYSTEM_CACHE_DIR, sharedCacheDir } from '../core/paths.js';
 import { readOutputs, relativeRecipe, runRecipe } from './fixture-build.js';
 import { computeKey, detectKernel, packageVersions } from './fixture-key.js';
 import { fixturePackages } from './fixture-packages.js';
@@ -51,6 +52,11 @@ export interface FixtureState {
   recipe: string;
   /** True when `dir` holds a complete build (manifest.json is written last, before the atomic rename). */
   fresh: boolean;
+  /**
+   * `own`: `dir` is in the user's cache (built there, or to be built there); `shared`: the user's cache lacks it and
+   * the shared cache (root's, core/paths.ts sharedCacheDir) has it, used read-only.
+   */
+  source: 'own' | 'shared';
 }
 
 /** Where the fixture for the current recipe and packages lives, and whether it is built. */
@@ -61,7 +67,13 @@ export async function fixtureState(options: FixtureOptions = {}): Promise<Fixtur
   const packages = await packageVersions(fixturePackages(kernel));
   const key = await computeKey(recipe, kernel, packages);
   const dir = join(fixtureRoot(env), key);
-  return { key, dir, kernel, packages, recipe, fresh: existsSync(join(dir, MANIFEST)) };
+  const state = { key, dir, kernel, packages, recipe };
+  if (existsSync(join(dir, MANIFEST))) return { ...state, fresh: true, source: 'own' };
+  const shared = sharedCacheDir(env);
+  const sharedDir = shared === undefined ? undefined : join(shared, 'fixture', key);
+  if (sharedDir && existsSync(join(sharedDir, MANIFEST)))
+    return { ...state, dir: sharedDir, fresh: true, source: 'shared' };
+  return { ...state, fresh: false, source: 'own' };
 }
 
 /** The built fixture for the current recipe and packages; FIXTURE_MISSING when it is not built (or stale). */
@@ -107,6 +119,11 @@ export async function buildFixture(options: FixtureBuildOptions = {}): Promise<B
       'FIXTURE_NEEDS_ROOT',
       'building the fixture OS needs root (ostree deploy, mkfs -d ownership)',
       {
+        // Root builds into the system cache, which every user's run reads when their own cache lacks the build.
+        hint:
+          sharedCacheDir(env) === SYSTEM_CACHE_DIR
+            ? `run: sudo devpivot images build (into ${SYSTEM_CACHE_DIR}, which your runs then read)`
+            : `run as root with the same cache: sudo DEVPIVOT_CACHE_DIR=${fixtureRoot(env).replace(/\/fixture$/, '')} devpivot images build`,
         exitCode: 2,
       },
     );
@@ -143,7 +160,8 @@ export async function buildFixture(options: FixtureBuildOptions = {}): Promise<B
         versions: outputs.versions,
         sizes: outputs.sizes,
       };
-      await install(root, temp, state.dir, manifest);
+      // Into the own cache, even when the shared one has this key (--force): the shared cache is never written.
+      await install(root, temp, join(root, state.key), manifest);
     } catch (error) {
       await removeTree(temp);
       if (options.signal?.aborted)
@@ -161,7 +179,7 @@ export async function buildFixture(options: FixtureBuildOptions = {}): Promise<B
       );
     }
     await removeStale(root, state.key);
-    return { fixture: await readManifest(state.dir), built: true };
+    return { fixture: await readManifest(join(root, state.key)), built: true };
   } finally {
     await lock.release();
   }

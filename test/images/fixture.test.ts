@@ -11,6 +11,7 @@ import {
   computeKey,
   detectKernel,
   type Fixture,
+  fixtureState,
   loadFixture,
   unreadableForOthers,
 } from '../../src/images/fixture.js';
@@ -126,6 +127,25 @@ test('a build is renamed into place with its manifest; fresh builds are no-ops; 
   await writeFile(join(recipeDir, 'notes.txt'), 'changed again\n');
   const third = await buildFixture({ env, recipeDir });
   t.deepEqual((await readdir(join(dir, 'cache', 'fixture'))).sort(), [second.fixture.key, third.fixture.key].sort());
+});
+
+test("a build in the shared cache is used read-only when the user's own cache lacks it; the own one wins", async (t) => {
+  const dir = await tempDir(t, 'devpivot-build-');
+  await chmod(dir, 0o755);
+  const recipeDir = await quickRecipe(dir, OK_BODY);
+  const shared = join(dir, 'system-cache');
+  const built = await buildFixture({ env: { ...process.env, DEVPIVOT_CACHE_DIR: shared }, recipeDir });
+  const env = { ...process.env, DEVPIVOT_CACHE_DIR: join(dir, 'own'), DEVPIVOT_SHARED_CACHE_DIR: shared };
+  const state = await fixtureState({ env, recipeDir });
+  t.like(state, { fresh: true, source: 'shared', dir: built.fixture.dir });
+  t.is((await loadFixture({ env, recipeDir })).dir, built.fixture.dir);
+  const again = await buildFixture({ env, recipeDir });
+  t.false(again.built, 'nothing is rebuilt while the shared cache has it');
+  t.false(existsSync(join(dir, 'own', 'fixture', state.key)));
+  const own = await buildFixture({ env, recipeDir, force: true });
+  t.is(own.fixture.dir, join(dir, 'own', 'fixture', state.key));
+  t.like(await fixtureState({ env, recipeDir }), { source: 'own', dir: own.fixture.dir });
+  t.is((await loadFixture({ env, recipeDir })).builtAt, own.fixture.builtAt);
 });
 
 test('a failed build leaves nothing that looks built and reports the recipe output', async (t) => {

@@ -26,7 +26,7 @@ export const command: Command = {
     connect: connectOption(),
   },
   async run({ args, stdout, env }) {
-    const results = await runChecks({ uri: libvirtUri(args.string('connect'), env), stateDir: stateDir(env) });
+    const results = await runChecks({ uri: libvirtUri(args.string('connect'), env), stateDir: stateDir(env), env });
     if (args.flag('json')) {
       stdout.write(
         `${JSON.stringify(
