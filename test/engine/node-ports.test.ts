@@ -61,6 +61,20 @@ steps: [up]
   t.is(m?.mcoImage, `10.0.2.2:${MAIN + 3}/devpivot-fixture/mco@sha256:${'m'.repeat(64)}`, 'the MCO image too');
   t.deepEqual(quiet?.registry, { hostPort: `10.0.2.2:${MAIN + 4}`, insecure: true });
   for (const request of world.ignition) t.false(JSON.stringify(request).includes(`:${MAIN}/`), 'never the main port');
+
+  // Through the real generator: each config's files (the trust drop-in, the pivot target, the MCD units) name the
+  // node's port, and no other registry port.
+  const { realDeps } = await import('../../src/engine/real-deps.js');
+  const deps = realDeps({ stateDir: '/tmp/devpivot-test-state', env: {} });
+  world.ignition.forEach((request, index) => {
+    const config = JSON.stringify(deps.generateIgnition(request));
+    const files = (JSON.parse(config) as { storage?: { files?: { path: string; contents: { source: string } }[] } })
+      .storage?.files;
+    const dropIn = files?.find((file) => file.path === '/etc/containers/registries.conf.d/50-devpivot.conf');
+    t.true(decodeURIComponent(dropIn?.contents.source ?? '').includes(`location = "10.0.2.2:${MAIN + 1 + index}"`));
+    const ports = new Set([...config.matchAll(/10\.0\.2\.2:(\d+)/g)].map((match) => Number(match[1])));
+    t.deepEqual([...ports], [MAIN + 1 + index], `${request.driver} node ${index}: its port only`);
+  });
 });
 
 test("mirror mode: the upstream name stays, the drop-in sends it to the node's own port", async (t) => {
