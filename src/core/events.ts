@@ -29,6 +29,11 @@ export type DevpivotEvent =
       corrupted?: true;
       ms: number;
       client: string;
+      /**
+       * The node that made the request: it came in on that node's own port of the embedded registry (docs/
+       * ARCHITECTURE.md "Per-node ports"). Absent on the main port (devpivot itself, external clients).
+       */
+      node?: string;
     }
   | { kind: 'registry.stopped'; url: string }
   /** One fetch from the pull-through upstream, when it ends (registry/pull-through/pull-through.ts). */
@@ -42,7 +47,16 @@ export type DevpivotEvent =
       bytes: number;
       error?: string;
     }
-  | { kind: 'blob.progress'; repository: string; digest: string; sent: number; total: number; client: string }
+  | {
+      kind: 'blob.progress';
+      repository: string;
+      digest: string;
+      sent: number;
+      total: number;
+      client: string;
+      /** As in `registry.request`: the node whose port the request came in on; absent on the main port. */
+      node?: string;
+    }
   // oscontainers
   | { kind: 'image.progress'; ref: string; phase: string; done: number; total: number | null }
   | { kind: 'image.built'; ref: string; digest: string; commit: string; version: string }

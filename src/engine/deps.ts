@@ -18,8 +18,13 @@ export interface RegistryHandle {
   readonly faults: RegistryFaults;
   /** Stop listening (an outage, or the end of the run). */
   stop(): Promise<void>;
-  /** Listen again on the same port after stop(). */
+  /** Listen again on the same port after stop() (the node ports too). */
   start(): Promise<void>;
+  /**
+   * One more loopback port for `node`'s requests (docs/ARCHITECTURE.md "Per-node ports"): the same registry, its
+   * events carrying `node`. Returns the port.
+   */
+  addNodePort(node: string): Promise<number>;
 }
 
 /** The embedded registry as the engine starts it: on loopback only, with its storage directory and the bus. */

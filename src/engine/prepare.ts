@@ -32,8 +32,13 @@ export interface World {
   readonly imageCommits: Map<string, string>;
   /** The session's ssh key, ssh forwards and guest network filters. */
   access?: SessionAccess;
-  /** The registry as guests reach it: `10.0.2.2:PORT`. */
+  /** The registry as guests reach it: `10.0.2.2:PORT` (the main port; nodes use `nodeRegistry`). */
   guestRegistry?: string;
+  /**
+   * The registry as each node reaches it: the embedded one on the node's own port, `10.0.2.2:NODEPORT`, so its
+   * events name the node; an external registry is the same `guestRegistry` for every node.
+   */
+  readonly nodeRegistry: Map<string, string>;
   /** Oscontainers the guest names by their upstream repository (mirror mode, engine/mirror.ts), by scenario name. */
   readonly guestNames: Map<string, string>;
 }
@@ -45,6 +50,7 @@ export function emptyWorld(): World {
     ignitionOf: new Map(),
     imageCommits: new Map(),
     guestNames: new Map(),
+    nodeRegistry: new Map(),
   };
 }
 
@@ -111,12 +117,22 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   }
   const guestRegistry = guestHostPort(registryUrl);
   world.guestRegistry = guestRegistry;
+  // A port of its own per node on the embedded registry: guests of user-mode networking all come from 127.0.0.1,
+  // the port is what names the node in the registry's events.
+  const registry = world.registry;
+  for (const def of scenario.nodes) {
+    const hostPort = registry
+      ? guestHostPort(`http://127.0.0.1:${await registry.addNodePort(def.name)}`)
+      : guestRegistry;
+    world.nodeRegistry.set(def.name, hostPort);
+  }
   // The session id is known before the host opens: the nodes' Ignition carries the session's ssh key.
   const sessionId = context.sessionId ?? newSessionId();
   world.access = await SessionAccess.prepare({
     sessionId,
     stateDir: context.stateDir,
     guestRegistry,
+    nodeRegistry: world.nodeRegistry,
     bus,
     needsSsh: scenario.steps.some((step) => step.kind === 'ssh' || step.kind === 'pivot'),
     sessionKey: (options) => deps.sessionKey(options),
@@ -124,28 +140,30 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   await world.access.reserve(scenario.nodes.map((def) => def.name));
   const sshKeys = world.access.key ? [world.access.key.publicKey] : [];
   // The fixture's MCO image, once, for the mcd nodes that name none (docs/PROTOCOLS.md "mcd").
-  let fixtureMco: string | undefined;
+  let fixtureMco: ((hostPort: string) => string) | undefined;
   if (scenario.nodes.some((def) => def.driver === 'mcd' && def.pivot && !def.mcoImage)) {
     const { digest } = await withDeadline('pushing the MCO image', PHASE_DEADLINES.oscontainer, signal, (signal) =>
       deps.pushMcoImage({ registry: registryUrl, repository: MCO_REPOSITORY, bus, signal }),
     );
-    fixtureMco = `${guestRegistry}/${MCO_REPOSITORY}@${digest}`;
+    fixtureMco = (hostPort) => `${hostPort}/${MCO_REPOSITORY}@${digest}`;
   }
   for (const def of scenario.nodes) {
     const mirrors = spec.kind === 'embedded' ? spec.mirror?.prefixes : undefined;
+    const hostPort = world.nodeRegistry.get(def.name)!;
+    const mcoImage = def.mcoImage ?? fixtureMco?.(hostPort);
     const config = deps.generateIgnition({
       driver: def.driver,
-      ...(def.pivot ? { image: guestPullspec(world, def.pivot) } : {}),
+      ...(def.pivot ? { image: guestPullspec(world, def.pivot, def.name) } : {}),
       spec: def.ignitionSpec,
       registry: {
-        hostPort: guestRegistry,
+        hostPort,
         insecure: registryUrl.startsWith('http:'),
         ...(mirrors?.length ? { mirrors } : {}),
       },
       ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
       ...(sshKeys.length > 0 ? { sshKeys } : {}),
       ...(def.ignition ? { extra: def.ignition } : {}),
-      ...(def.driver === 'mcd' && def.pivot ? { mcoImage: def.mcoImage ?? fixtureMco } : {}),
+      ...(def.driver === 'mcd' && def.pivot ? { mcoImage } : {}),
     });
     world.ignitionOf.set(def.name, JSON.stringify(config));
   }
@@ -277,12 +295,13 @@ export function repositoryName(name: string): string {
 }
 
 /**
- * The pullspec a guest uses for an oscontainer, by digest: the upstream name in mirror mode (the guest's drop-in
- * sends it to the embedded registry), else the embedded registry as the guest reaches it.
+ * The pullspec `node` uses for an oscontainer, by digest: the upstream name in mirror mode (the node's drop-in
+ * sends it to the embedded registry, on the node's port), else the embedded registry as the node reaches it.
  */
-export function guestPullspec(world: World, name: string): string {
+export function guestPullspec(world: World, name: string, node: string): string {
   const image = world.images.get(name)!;
-  const repository = world.guestNames.get(name) ?? `${world.guestRegistry}/${repositoryName(name)}`;
+  const registry = world.nodeRegistry.get(node) ?? world.guestRegistry;
+  const repository = world.guestNames.get(name) ?? `${registry}/${repositoryName(name)}`;
   return `${repository}@${image.digest}`;
 }
 

@@ -146,7 +146,7 @@ export class EngineRuntime implements StepRuntime {
     const target = this.#sshTarget(node);
     const image = this.world.images.get(to);
     if (!image || !this.world.guestRegistry) throw new StepFailure(`oscontainer ${to} is not in the registry`);
-    const pullspec = guestPullspec(this.world, to);
+    const pullspec = guestPullspec(this.world, to, node);
     const script = pivotRequestScript(this.watches.get(node).def.driver, pullspec, to);
     const watch = this.watches.get(node);
     watch.cursor = watch.log.length;

@@ -26,20 +26,26 @@ export class SessionAccess {
     readonly stateDir: string,
     /** The session's key pair; undefined when ssh-keygen could not run (nodes then get no key). */
     readonly key: SessionKey | undefined,
-    /** Ports of 10.0.2.2 guests may reach; undefined: no filter (the registry is not on this host's loopback). */
-    readonly hostTcpPorts: readonly number[] | undefined,
+    /**
+     * The port of 10.0.2.2 each node may reach (its own port of the registry); undefined: no filter (the registry
+     * is not on this host's loopback).
+     */
+    readonly hostTcpPort: ((node: string) => number) | undefined,
     readonly bus: EventBus,
   ) {}
 
   /**
    * The session's key (generated now if needed) and the guest network policy for a registry that guests reach at
-   * `guestRegistry` (`10.0.2.2:PORT` when it runs on this host's loopback). Without ssh-keygen, nodes get no key:
+   * `guestRegistry` (`10.0.2.2:PORT` when it runs on this host's loopback) and each node at its own port,
+   * `nodeRegistry` (docs/ARCHITECTURE.md "Per-node ports"): a node's filter lets it reach that port only. Without ssh-keygen, nodes get no key:
    * that fails only when `needsSsh` (a scenario with ssh or pivot steps).
    */
   static async prepare(options: {
     sessionId: string;
     stateDir: string;
     guestRegistry: string;
+    /** `10.0.2.2:NODEPORT` by node; a node missing here reaches `guestRegistry`. */
+    nodeRegistry?: ReadonlyMap<string, string>;
     bus: EventBus;
     needsSsh: boolean;
     /** Makes (or finds) the session's key pair: the engine's `Deps.sessionKey`. */
@@ -58,8 +64,7 @@ export class SessionAccess {
         message: `nodes get no ssh key (devpivot ssh will not work): ${(error as Error).message}`,
       });
     }
-    const [host, port] = guestRegistry.split(':');
-    const local = host === GUEST_HOST_ADDRESS;
+    const local = guestRegistry.split(':')[0] === GUEST_HOST_ADDRESS;
     if (!local)
       bus.emit({
         kind: 'log',
@@ -67,7 +72,8 @@ export class SessionAccess {
         source: 'engine',
         message: `the registry ${guestRegistry} is not on this host's loopback: guests' network is not restricted`,
       });
-    return new SessionAccess(sessionId, stateDir, key, local ? [Number(port)] : undefined, bus);
+    const port = (node: string) => Number((options.nodeRegistry?.get(node) ?? guestRegistry).split(':')[1]);
+    return new SessionAccess(sessionId, stateDir, key, local ? port : undefined, bus);
   }
 
   /** Reserve the ssh ports and start the filters of these nodes now (prepare), all at once. */
@@ -81,10 +87,10 @@ export class SessionAccess {
       access = { sshPort: await freeLoopbackPort(), filter: undefined };
       this.#nodes.set(node, access);
     }
-    if (this.hostTcpPorts && !access.filter && !this.#closed) {
+    if (this.hostTcpPort && !access.filter && !this.#closed) {
       access.filter = await GuestFilter.start({
         dir: guestFilterDir(this.sessionId),
-        policy: { hostTcpPorts: this.hostTcpPorts },
+        policy: { hostTcpPorts: [this.hostTcpPort(node)] },
         onBlocked: (what) =>
           this.bus.emit({
             kind: 'log',

@@ -25,6 +25,11 @@ export type RegistryListener = RequestListener & {
   faults: RegistryFaults;
   store: RegistryStore;
   pullThrough: PullThrough | undefined;
+  /**
+   * The same registry (same store, faults, bus and pull-through) as a listener whose every request is made by
+   * `node`: its events carry `node` (server.ts `addNodePort` serves it on a port of the node's own).
+   */
+  forNode(node: string): RequestListener;
 };
 
 /**
@@ -37,13 +42,14 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
   const faults: RegistryFaults = options.faults ?? {};
   const pullThrough = options.pullThrough ? new PullThrough(store, options.pullThrough, bus) : undefined;
 
-  const listener = ((req: IncomingMessage, res: ServerResponse) => {
+  const serve = (req: IncomingMessage, res: ServerResponse, node: string | undefined) => {
     const started = performance.now();
     const ctx: RequestContext = {
       req,
       res,
       query: new URLSearchParams(),
       client: `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`,
+      ...(node !== undefined ? { node } : {}),
       bytes: 0,
       blobs: store.blobs,
       repositories: store.repositories,
@@ -64,6 +70,7 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
         ...(ctx.corrupted ? { corrupted: true as const } : {}),
         ms: Math.round(performance.now() - started),
         client: ctx.client,
+        ...(node !== undefined ? { node } : {}),
       });
     });
     dispatch(ctx).catch((error: unknown) => {
@@ -77,7 +84,9 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
       if (aborted) return res.destroy();
       sendError(ctx, new RegistryError(500, 'UNSUPPORTED', `internal error: ${(error as Error).message}`));
     });
-  }) as RegistryListener;
+  };
+  const listener = ((req: IncomingMessage, res: ServerResponse) => serve(req, res, undefined)) as RegistryListener;
+  listener.forNode = (node) => (req, res) => serve(req, res, node);
   listener.faults = faults;
   listener.store = store;
   listener.pullThrough = pullThrough;

@@ -32,6 +32,16 @@ export interface RunningRegistry {
   readonly faults: RegistryFaults;
   readonly listener: RegistryListener;
   readonly listening: boolean;
+  /** The extra ports of `addNodePort`, by node. */
+  readonly nodePorts: ReadonlyMap<string, number>;
+  /**
+   * Serve the registry on one more port of `host`, whose every request is `node`'s: its `registry.request` and
+   * `blob.progress` events carry `node` (the guests of user-mode networking all come from 127.0.0.1, so the port
+   * is what tells them apart). Same handler, store and faults as the main port; `stop()`/`start()` take it down
+   * and up with the main one. `port` 0 (the default): any free port. Returns the port; the same again for a node
+   * that has one.
+   */
+  addNodePort(node: string, port?: number): Promise<number>;
   /** Close the listener and drop live connections (an outage as clients see it). Idempotent. */
   stop(): Promise<void>;
   /** Listen again on the same host and port. Idempotent. */
@@ -74,6 +84,21 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
   });
   let server: Server | undefined;
   let port = options.port ?? 0;
+  /** The node ports: a server while listening, and the port to listen on again after stop(). */
+  const nodes = new Map<string, { port: number; server: Server | undefined }>();
+  const nodePorts = new Map<string, number>();
+  const listenNode = async (node: string, entry: { port: number; server: Server | undefined }) => {
+    const next = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0 }, listener.forNode(node));
+    await listen(next, entry.port, host);
+    entry.server = next;
+    entry.port = (next.address() as AddressInfo).port;
+    if (nodes.get(node) === entry) nodePorts.set(node, entry.port);
+  };
+  const close = (current: Server) =>
+    new Promise<void>((resolve) => {
+      current.close(() => resolve());
+      current.closeAllConnections();
+    });
   // Sessions idle for uploadTtlMs are removed periodically while listening, not only at start.
   let expiry: NodeJS.Timeout | undefined;
 
@@ -95,12 +120,38 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     get listening() {
       return server !== undefined;
     },
+    nodePorts,
+    async addNodePort(node: string, nodePort = 0) {
+      const known = nodes.get(node);
+      if (known) return known.port;
+      const entry = { port: nodePort, server: undefined as Server | undefined };
+      // Listening now when the registry listens, else at the next start() (port 0 is then chosen there).
+      if (server) await listenNode(node, entry);
+      if (nodes.has(node)) {
+        // Another call for this node got there first while this one listened.
+        if (entry.server) await close(entry.server);
+        return nodes.get(node)!.port;
+      }
+      nodes.set(node, entry);
+      nodePorts.set(node, entry.port);
+      return entry.port;
+    },
     async start() {
       if (server) return;
       const next = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0 }, listener);
       await listen(next, port, host);
-      server = next;
       port = (next.address() as AddressInfo).port;
+      try {
+        for (const [node, entry] of nodes) if (!entry.server) await listenNode(node, entry);
+      } catch (error) {
+        for (const entry of nodes.values()) {
+          if (entry.server) await close(entry.server);
+          entry.server = undefined;
+        }
+        await close(next);
+        throw error;
+      }
+      server = next;
       expiry = setInterval(() => void store.expireUploads().catch(() => {}), Math.min(store.uploadTtlMs, 3_600_000));
       expiry.unref();
       options.bus?.emit({ kind: 'registry.listening', url: registry.url, storage: options.storage });
@@ -110,10 +161,12 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
       if (!current) return;
       server = undefined;
       clearInterval(expiry);
-      await new Promise<void>((resolve) => {
-        current.close(() => resolve());
-        current.closeAllConnections();
-      });
+      const closing = [close(current)];
+      for (const entry of nodes.values()) {
+        if (entry.server) closing.push(close(entry.server));
+        entry.server = undefined;
+      }
+      await Promise.all(closing);
       options.bus?.emit({ kind: 'registry.stopped', url: registry.url });
     },
   };

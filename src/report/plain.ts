@@ -26,7 +26,7 @@ export const plainFormatters: EventFormatters<string | null> = {
       ? `registry: upstream ${e.what} ${e.repository}@${e.digest} failed: ${e.error ?? '?'}`
       : null,
   'blob.progress': (e) =>
-    e.sent >= e.total ? `${e.client} pulled ${e.repository}@${short(e.digest)} (${mib(e.total)})` : null,
+    e.sent >= e.total ? `${e.node ?? e.client} pulled ${e.repository}@${short(e.digest)} (${mib(e.total)})` : null,
   'image.progress': () => null,
   'image.built': (e) => `built ${e.ref} version ${e.version} (commit ${e.commit.slice(0, 12)}, ${short(e.digest)})`,
   'image.pushed': (e) => `pushed ${e.ref}`,

@@ -12,7 +12,10 @@ export interface NodeView {
   current?: string;
   /** The pivot target as the scenario names it (an oscontainer). */
   target?: string;
-  /** Download progress of the pull (largest blob), from the registry's blob.progress. */
+  /**
+   * Download progress of the node's pull (its largest blob), from the registry's blob.progress events that name
+   * this node (its own port of the embedded registry).
+   */
   progress?: { sent: number; total: number };
   boots: number;
   startedAt?: number;
@@ -176,17 +179,17 @@ function onEvent(state: ViewState, event: Stamped): ViewState {
       return updateNode(state, event.node, (node) => ({ ...node, phase: 'already at target' }));
     case 'guest.failure':
       return updateNode(state, event.node, (node) => ({ ...node, phase: 'failed', failure: event.reason }));
-    case 'blob.progress':
-      // Guests behind user-mode networking all come from 127.0.0.1: credit the pull to the nodes that pull.
-      return {
-        ...state,
-        nodes: state.nodes.map((node) =>
-          node.phase === 'pulling' &&
-          (!node.progress || event.total >= node.progress.total || node.progress.sent >= node.progress.total)
-            ? { ...node, progress: { sent: event.sent, total: event.total } }
-            : node,
-        ),
-      };
+    case 'blob.progress': {
+      // Each node pulls through a port of its own, so the event names it. One without a node came in on the main
+      // port (devpivot itself, an external client): no node's pull.
+      const pulling = event.node;
+      if (pulling === undefined) return state;
+      return updateNode(state, pulling, (node) =>
+        !node.progress || event.total >= node.progress.total || node.progress.sent >= node.progress.total
+          ? { ...node, progress: { sent: event.sent, total: event.total } }
+          : node,
+      );
+    }
     default:
       return state;
   }

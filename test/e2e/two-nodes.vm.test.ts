@@ -1,10 +1,58 @@
 import test from 'ava';
+import type { EventOf, Stamped } from '../../src/core/events.js';
+import type { ImageManifest } from '../../src/oci/manifest.js';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
-test('two-nodes: two nodes pivot concurrently from one registry', async (t) => {
-  const run = await runScenarioCli('two-nodes');
+const NODES = ['node-a', 'node-b'];
+const ACCEPT = ['application/vnd.oci.image.manifest.v1+json', 'application/vnd.docker.distribution.manifest.v2+json'];
+
+test('two-nodes: two nodes pivot concurrently from one registry, each pull attributed to its node', async (t) => {
+  // While the run's registry listens: the manifest of the pushed oscontainer (on the main port: no node).
+  let manifest: Promise<ImageManifest> | undefined;
+  let url: string | undefined;
+  const run = await runScenarioCli('two-nodes', {
+    onEvent(event) {
+      if (event.kind === 'registry.listening') url ??= event.url;
+      if (event.kind === 'image.pushed' && event.ref.includes('/devpivot/fixture-2@') && url && !manifest) {
+        const repository = event.ref.slice(event.ref.indexOf('/') + 1, event.ref.indexOf('@'));
+        manifest = fetch(`${url}/v2/${repository}/manifests/${event.digest}`, {
+          headers: { accept: ACCEPT.join(', ') },
+        }).then((response) => response.json() as Promise<ImageManifest>);
+      }
+    },
+  });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
-  t.deepEqual(bootedVersions(run.events, 'node-a'), ['1', '2']);
-  t.deepEqual(bootedVersions(run.events, 'node-b'), ['1', '2']);
+  for (const node of NODES) t.deepEqual(bootedVersions(run.events, node), ['1', '2'], node);
+
+  // Per-node attribution: every blob.progress names one of the two nodes, and each node's finished series are
+  // the image's blobs (config and layers), each once, adding up to the image's size.
+  t.truthy(manifest, 'the oscontainer was pushed while the registry listened');
+  const image = await manifest!;
+  const blobs = [image.config, ...image.layers];
+  const size = blobs.reduce((sum, blob) => sum + blob.size, 0);
+  const progress = run.events.filter((e): e is Stamped<EventOf<'blob.progress'>> => e.kind === 'blob.progress');
+  t.true(progress.length > 0);
+  t.deepEqual([...new Set(progress.map((e) => e.node))].sort(), NODES, 'blob.progress carries both node names');
+  for (const node of NODES) {
+    const finished = progress.filter((e) => e.node === node && e.sent === e.total);
+    const bytes = finished.reduce((sum, e) => sum + e.total, 0);
+    t.log(`${node}: ${finished.length} blobs, ${bytes} bytes; image ${blobs.length} blobs, ${size} bytes`);
+    t.deepEqual(finished.map((e) => e.digest).sort(), blobs.map((blob) => blob.digest).sort(), node);
+    t.is(bytes, size, `${node}'s bytes add up to the image size`);
+  }
+  // The request log names the same nodes: each GET of the manifest by a guest came in on its own port.
+  const manifestGets = run.events.filter(
+    (e) =>
+      e.kind === 'registry.request' && e.method === 'GET' && /\/manifests\/sha256:/.test(e.path) && e.status === 200,
+  ) as Stamped<EventOf<'registry.request'>>[];
+  for (const node of NODES)
+    t.true(
+      manifestGets.some((e) => e.node === node),
+      `${node} fetched the manifest`,
+    );
+  const blocked = run.events.filter(
+    (e) => e.kind === 'log' && /tried to reach .*: blocked/.test(e.message) && !/reach ipv6:/.test(e.message),
+  );
+  t.deepEqual(blocked, [], 'each node reached its own port, and nothing blocked it');
   t.deepEqual(leftoverDomains('two-nodes'), []);
 });

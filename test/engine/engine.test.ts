@@ -95,9 +95,10 @@ steps: [up]
   t.deepEqual(world.ignition, [
     {
       driver: 'legacy',
-      image: `10.0.2.2:45678/devpivot/fixture-2@sha256:${'2'.repeat(64)}`,
+      // node1's own port of the registry (test/engine/node-ports.test.ts), not the main one (45678)
+      image: `10.0.2.2:45679/devpivot/fixture-2@sha256:${'2'.repeat(64)}`,
       spec: '3.0.0',
-      registry: { hostPort: '10.0.2.2:45678', insecure: true },
+      registry: { hostPort: '10.0.2.2:45679', insecure: true },
       kernelArgs: { add: ['a=1'], delete: ['quiet'] },
       sshKeys: request?.sshKeys,
       extra: { storage: { files: [{ path: '/etc/x' }] } },
@@ -114,17 +115,18 @@ test('mcd nodes: the fixture MCO image is pushed once and named by digest; an mc
 steps: [up]
 `);
   t.deepEqual(world.mcoPushes, ['devpivot-fixture/mco']);
-  const fixtureMco = `10.0.2.2:45678/devpivot-fixture/mco@sha256:${'m'.repeat(64)}`;
+  // Named at each node's own port of the registry (a: 45679, b: 45680).
+  const fixtureMco = (port: number) => `10.0.2.2:${port}/devpivot-fixture/mco@sha256:${'m'.repeat(64)}`;
   t.deepEqual(
     world.ignition.map((request) => [request.driver, request.mcoImage, request.kernelArgs]),
     [
-      ['mcd', fixtureMco, { add: ['a=1'], delete: [] }],
-      ['mcd', fixtureMco, undefined],
+      ['mcd', fixtureMco(45679), { add: ['a=1'], delete: [] }],
+      ['mcd', fixtureMco(45680), undefined],
       ['mcd', 'quay.io/openshift/mco:4.13', undefined],
       ['mcd', undefined, undefined],
     ],
   );
-  t.is(world.ignition[0]?.image, `10.0.2.2:45678/devpivot/fixture-2@sha256:${'2'.repeat(64)}`);
+  t.is(world.ignition[0]?.image, `10.0.2.2:45679/devpivot/fixture-2@sha256:${'2'.repeat(64)}`);
 });
 
 test('no mcd node without an mco-image: no MCO image is pushed', async (t) => {

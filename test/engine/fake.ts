@@ -23,6 +23,15 @@ export class FakeRegistry implements RegistryHandle {
   readonly faults: RegistryHandle['faults'] = {};
   up = true;
   stops = 0;
+  /** The node ports handed out, in order: 45679, 45680, … */
+  readonly nodePorts = new Map<string, number>();
+  async addNodePort(node: string) {
+    const known = this.nodePorts.get(node);
+    if (known !== undefined) return known;
+    const port = this.port + 1 + this.nodePorts.size;
+    this.nodePorts.set(node, port);
+    return port;
+  }
   async stop() {
     this.up = false;
     this.stops++;

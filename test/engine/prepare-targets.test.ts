@@ -78,7 +78,8 @@ steps: [up]
   // 127.0.0.1 on the host is not the guest's: it gets the embedded registry's copy, by digest (the tag resolved).
   t.deepEqual(
     world.ignition.map((request) => request.image),
-    [`10.0.2.2:45678/devpivot/os/rhcos@${digest}`, `10.0.2.2:45678/devpivot/os/rhcos@sha256:${'f'.repeat(64)}`],
+    // each at its node's own port of the registry
+    [`10.0.2.2:45679/devpivot/os/rhcos@${digest}`, `10.0.2.2:45680/devpivot/os/rhcos@sha256:${'f'.repeat(64)}`],
   );
 });
 

@@ -49,14 +49,16 @@ test('header, node rows, running step and console pane', async (t) => {
     { kind: 'vm.console', node: 'node1', line: 'fixture-init: booted Fixture CoreOS 1' },
     { kind: 'guest.booted', node: 'node1', bootId: 'b', version: '1', commit: 'c' },
     { kind: 'guest.pivot', node: 'node1', phase: 'pulling', target: 't' },
-    { kind: 'blob.progress', repository: 'r', digest: 'sha256:x', sent: 25, total: 100, client: 'c' },
+    { kind: 'guest.pivot', node: 'node2', phase: 'pulling', target: 't' },
+    { kind: 'blob.progress', repository: 'r', digest: 'sha256:x', sent: 25, total: 100, client: 'c', node: 'node1' },
+    { kind: 'blob.progress', repository: 'r', digest: 'sha256:x', sent: 60, total: 100, client: 'd', node: 'node2' },
   );
-  const frame = await frameMatching(view, /25%/);
-  t.regex(frame, /devpivot · scenario demo · registry http:\/\/127\.0\.0\.1:5555 · 0:09/);
+  const frame = await frameMatching(view, /60%/);
+  t.regex(frame, /devpivot · scenario demo · registry http:\/\/127\.0\.0\.1:5555 · 0:11/);
   t.regex(frame, /✓ prepare \(2s\)/);
   t.regex(frame, /up\n/);
-  t.regex(frame, /› node1 +\S pulling +1 → fixture:2 +\[█████░+\] 25% {2}reboots 0 {2}0:04/);
-  t.regex(frame, /node2 +· waiting +\? → —/);
+  t.regex(frame, /› node1 +\S pulling +1 → fixture:2 +\[█████░+\] 25% {2}reboots 0 {2}0:06/);
+  t.regex(frame, /node2 +\S pulling +\? → — +\[█{12}░+\] 60%/, "node2's own bar");
   t.regex(frame, /console · node1/);
   t.regex(frame, /fixture-init: booted Fixture CoreOS 1/);
   t.regex(frame, /q quit \(clean up\) · k quit, keep VMs/);

@@ -40,7 +40,15 @@ test('a pivot folds into phases, versions, reboots and progress', (t) => {
     { kind: 'guest.ignition', node: 'a', ok: true },
     { kind: 'guest.booted', node: 'a', bootId: 'b1', version: '1', commit: 'c1' },
     { kind: 'guest.pivot', node: 'a', phase: 'pulling', target: 'x' },
-    { kind: 'blob.progress', repository: 'r', digest: 'sha256:l', sent: 10, total: 40, client: '127.0.0.1:1' },
+    {
+      kind: 'blob.progress',
+      repository: 'r',
+      digest: 'sha256:l',
+      sent: 10,
+      total: 40,
+      client: '127.0.0.1:1',
+      node: 'a',
+    },
   ]);
   t.is(view.registryUrl, 'http://127.0.0.1:5000');
   t.is(view.activity, undefined, 'set-up activity ends with prepare');
@@ -81,4 +89,36 @@ test('failures, console tail, selection and keys', (t) => {
   t.false(view.showConsole);
   view = reduce(view, { type: 'quit', keep: true });
   t.is(view.quitting, 'keep');
+});
+
+test("each node's bar shows its own pull: interleaved blob.progress of two nodes; the main port credits nobody", (t) => {
+  const two = parseScenario('nodes:\n  a: { pivot: fixture:2 }\n  b: { pivot: fixture:2 }\n', '/tmp/two.yaml');
+  const progress = (node: string | undefined, digest: string, sent: number, total: number): DevpivotEvent => ({
+    kind: 'blob.progress',
+    repository: 'devpivot/fixture-2',
+    digest,
+    sent,
+    total,
+    client: '127.0.0.1:40000',
+    ...(node ? { node } : {}),
+  });
+  const view = fold(
+    [
+      { kind: 'guest.pivot', node: 'a', phase: 'pulling', target: 'x' },
+      { kind: 'guest.pivot', node: 'b', phase: 'pulling', target: 'x' },
+      progress('a', 'sha256:layer', 300, 1000),
+      progress('b', 'sha256:layer', 100, 1000),
+      progress('a', 'sha256:layer', 900, 1000),
+      progress('b', 'sha256:config', 50, 50),
+      progress(undefined, 'sha256:layer', 1000, 1000),
+    ],
+    initialView(two),
+  );
+  t.deepEqual(view.nodes[0]!.progress, { sent: 900, total: 1000 }, "a: its own bytes, not b's");
+  t.deepEqual(view.nodes[1]!.progress, { sent: 100, total: 1000 }, "b: its largest blob, not a's, not the main port's");
+  const unknown = fold([progress('nobody', 'sha256:layer', 5, 10)], initialView(two));
+  t.deepEqual(
+    unknown.nodes.map((node) => node.progress),
+    [undefined, undefined],
+  );
 });

@@ -3,59 +3,15 @@
  * filter-redirector (4-byte big-endian length, then the frame). The real QEMU path is guest-network.vm.test.ts.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { GuestFilter } from '../../src/vm/guest-filter.js';
 import { checksum, frameVerdict } from '../../src/vm/guest-network.js';
+import { ACK, ethernet, GUEST_MAC, ipv4, PSH, qemuSide, SLIRP_MAC, SYN, tcp, udp } from './frames.js';
 
-const GUEST_MAC = Buffer.from('525400123456', 'hex');
-const SLIRP_MAC = Buffer.from('525400123502', 'hex');
 const policy = { hostTcpPorts: [5000] };
-
-function ethernet(type: number, payload: Buffer): Buffer {
-  const header = Buffer.alloc(14);
-  SLIRP_MAC.copy(header, 0);
-  GUEST_MAC.copy(header, 6);
-  header.writeUInt16BE(type, 12);
-  return Buffer.concat([header, payload]);
-}
-
-function ipv4(protocol: number, dst: string, l4: Buffer, fragment = 0): Buffer {
-  const ip = Buffer.alloc(20);
-  ip[0] = 0x45;
-  ip.writeUInt16BE(20 + l4.length, 2);
-  ip.writeUInt16BE(fragment, 6);
-  ip[8] = 64;
-  ip[9] = protocol;
-  Buffer.from([10, 0, 2, 15]).copy(ip, 12);
-  Buffer.from(dst.split('.').map(Number)).copy(ip, 16);
-  ip.writeUInt16BE(checksum(ip), 10);
-  return ethernet(0x0800, Buffer.concat([ip, l4]));
-}
-
-function tcp(dst: string, sport: number, dport: number, flags: number, payload = Buffer.alloc(0)): Buffer {
-  const header = Buffer.alloc(20);
-  header.writeUInt16BE(sport, 0);
-  header.writeUInt16BE(dport, 2);
-  header.writeUInt32BE(1000, 4);
-  header[12] = 5 << 4;
-  header[13] = flags;
-  return ipv4(6, dst, Buffer.concat([header, payload]));
-}
-
-function udp(dst: string, dport: number): Buffer {
-  const header = Buffer.alloc(8);
-  header.writeUInt16BE(68, 0);
-  header.writeUInt16BE(dport, 2);
-  header.writeUInt16BE(8, 4);
-  return ipv4(17, dst, header);
-}
-
-const SYN = 0x02;
-const ACK = 0x10;
-const PSH = 0x08;
 
 test('allowed: ARP, DHCP to slirp, TCP to the registry port, the guest side of ssh', (t) => {
   t.like(frameVerdict(ethernet(0x0806, Buffer.alloc(28)), policy), { pass: true, why: 'arp' });
@@ -123,41 +79,6 @@ test('a refused datagram is answered with ICMP port unreachable quoting it; a br
   t.deepEqual(icmp.subarray(8), datagram.subarray(14, 14 + 28), 'the IP header and 8 bytes of the datagram');
   t.like(frameVerdict(udp('255.255.255.255', 5353), policy), { pass: false, reply: undefined });
 });
-
-/** A stand-in for QEMU's three chardev connections to the filter. */
-async function qemuSide(filter: GuestFilter) {
-  const open = (path: string) =>
-    new Promise<Socket>((resolve, reject) => {
-      const socket = connect(path, () => resolve(socket));
-      socket.on('error', reject);
-    });
-  const fromGuest = await open(filter.sockets.fromGuest);
-  const toHost = await open(filter.sockets.toHost);
-  const toGuest = await open(filter.sockets.toGuest);
-  const received = (socket: Socket) => {
-    const frames: Buffer[] = [];
-    let pending = Buffer.alloc(0);
-    socket.on('data', (chunk: Buffer) => {
-      pending = Buffer.concat([pending, chunk]);
-      while (pending.length >= 4 && pending.length >= 4 + pending.readUInt32BE(0)) {
-        frames.push(pending.subarray(4, 4 + pending.readUInt32BE(0)));
-        pending = pending.subarray(4 + pending.readUInt32BE(0));
-      }
-    });
-    return frames;
-  };
-  const send = (...frames: Buffer[]) =>
-    fromGuest.write(
-      Buffer.concat(
-        frames.flatMap((frame) => {
-          const length = Buffer.alloc(4);
-          length.writeUInt32BE(frame.length);
-          return [length, frame];
-        }),
-      ),
-    );
-  return { send, host: received(toHost), guest: received(toGuest), close: () => fromGuest.destroy() };
-}
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
 

@@ -31,7 +31,7 @@ function parseRange(
  * each GET response with a body emits a series for its blob and client, `{repository, digest, sent, total,
  * client}` with `total` the bytes of this response (the range's length for a 206). `sent` strictly increases
  * within the series, at most every PROGRESS_INTERVAL_MS, and exactly one event has `sent === total`: the last,
- * sent with the last byte. A response the client cuts short ends without it; HEAD and empty blobs emit
+ * sent with the last byte. `node` names the node whose port the request came in on (none on the main port). A response the client cuts short ends without it; HEAD and empty blobs emit
  * nothing. A client that downloads the blob again (or resumes with Range) gets a new series, so consumers
  * need no de-duplication.
  */
@@ -81,7 +81,15 @@ export async function handleBlobGet(ctx: RequestContext, name: string, ref: stri
         ctx.bytes = sent;
       },
       onProgress: (sent) => {
-        ctx.bus?.emit({ kind: 'blob.progress', repository: name, digest, sent, total: length, client: ctx.client });
+        ctx.bus?.emit({
+          kind: 'blob.progress',
+          repository: name,
+          digest,
+          sent,
+          total: length,
+          client: ctx.client,
+          ...(ctx.node !== undefined ? { node: ctx.node } : {}),
+        });
       },
     });
   } finally {

@@ -14,6 +14,11 @@ export interface RequestContext {
   query: URLSearchParams;
   /** `address:port` of the client, as events name it. */
   client: string;
+  /**
+   * The node that made the request: set when it came in on that node's own port (server.ts `addNodePort`);
+   * undefined on the main port (devpivot itself, external clients).
+   */
+  node?: string;
   /** Body bytes sent (for the request log). */
   bytes: number;
   /** The body length promised for a blob GET, and whether its content was corrupted (fault accounting). */
