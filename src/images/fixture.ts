@@ -26,6 +26,7 @@ import {
   tempBuildDir,
 } from './fixture-store.js';
 import { acquireLock } from './lock.js';
+import { recipeMode } from './userns.js';
 
 export { computeKey, detectKernel, packageVersions } from './fixture-key.js';
 export { fixturePackages } from './fixture-packages.js';
@@ -97,19 +98,14 @@ export interface BuildResult {
  * Build the fixture OS into `${cacheDir()}/fixture/<key>/` unless it is already there (or `force`). The recipe
  * runs in a temporary directory that is renamed into place only when complete, so an interrupted build never
  * looks built. One build at a time per cache directory (a lock file); older builds are removed afterwards.
+ * Root runs the recipe directly, anyone else through `unshare --map-root-user` (userns.ts): the same outputs.
  */
 export async function buildFixture(options: FixtureBuildOptions = {}): Promise<BuildResult> {
   const env = options.env ?? process.env;
   let state = await fixtureState(options);
   if (state.fresh && !options.force) return { fixture: await readManifest(state.dir), built: false };
-  if ((process.getuid?.() ?? 0) !== 0)
-    throw new DevpivotError(
-      'FIXTURE_NEEDS_ROOT',
-      'building the fixture OS needs root (ostree deploy, mkfs -d ownership)',
-      {
-        exitCode: 2,
-      },
-    );
+  // Not root: the recipe runs as the root of a user namespace (FIXTURE_NEEDS_ROOT when there are none).
+  const mode = await recipeMode();
   const missing = Object.entries(state.packages).filter(([, version]) => !version);
   if (missing.length > 0)
     throw new DevpivotError(
@@ -129,7 +125,7 @@ export async function buildFixture(options: FixtureBuildOptions = {}): Promise<B
     await mkdir(temp, { mode: 0o755 });
     const started = Date.now();
     try {
-      await runRecipe(join(state.recipe, 'build.sh'), temp, state.kernel, options);
+      await runRecipe(join(state.recipe, 'build.sh'), temp, state.kernel, { ...options, mode });
       const outputs = await readOutputs(temp);
       const manifest: Manifest = {
         schema: 1,
