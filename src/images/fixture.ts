@@ -26,7 +26,7 @@ import {
   tempBuildDir,
 } from './fixture-store.js';
 import { acquireLock } from './lock.js';
-import { recipeMode } from './userns.js';
+import { type RecipeMode, recipeMode } from './userns.js';
 
 export { computeKey, detectKernel, packageVersions } from './fixture-key.js';
 export { fixturePackages } from './fixture-packages.js';
@@ -86,6 +86,8 @@ export interface FixtureBuildOptions extends FixtureOptions {
   /** Progress lines from the recipe. */
   onLog?: (line: string) => void;
   signal?: AbortSignal;
+  /** Run the recipe this way instead of by uid (root: directly; others: unshare). Tests force 'userns' as root. */
+  mode?: RecipeMode;
 }
 
 export interface BuildResult {
@@ -105,7 +107,7 @@ export async function buildFixture(options: FixtureBuildOptions = {}): Promise<B
   let state = await fixtureState(options);
   if (state.fresh && !options.force) return { fixture: await readManifest(state.dir), built: false };
   // Not root: the recipe runs as the root of a user namespace (FIXTURE_NEEDS_ROOT when there are none).
-  const mode = await recipeMode();
+  const mode = options.mode ?? (await recipeMode());
   const missing = Object.entries(state.packages).filter(([, version]) => !version);
   if (missing.length > 0)
     throw new DevpivotError(
