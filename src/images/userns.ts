@@ -33,8 +33,8 @@ export function userNamespaceHint(probe: string): string {
   return [
     `unshare --map-root-user failed${probe ? `: ${probe}` : ''}.`,
     'Run the build as root (sudo devpivot images build), or allow unprivileged user namespaces:',
-    'sysctl user.max_user_namespaces (must be > 0), kernel.unprivileged_userns_clone=1 (Debian kernels before 5.10',
-    'patches), kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu 23.10+); in a container, its seccomp profile',
+    "sysctl user.max_user_namespaces (must be > 0), kernel.unprivileged_userns_clone=1 (on kernels with Debian's",
+    'patch), kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu 23.10+); in a container, its seccomp profile',
     'must allow unshare(CLONE_NEWUSER).',
   ].join(' ');
 }
