@@ -65,8 +65,8 @@ const CATALOG = {
     exitCode: 2,
   },
   FIXTURE_NEEDS_ROOT: {
-    title: 'Building the fixture OS needs root',
-    hint: 'run: sudo devpivot images build',
+    title: 'Building the fixture OS needs root or a user namespace',
+    hint: 'run: sudo devpivot images build (or allow unprivileged user namespaces)',
     exitCode: 2,
   },
   FIXTURE_NO_KERNEL: {

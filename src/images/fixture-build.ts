@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { startProcess } from '../core/exec.js';
 import type { FixtureVersion, Manifest } from './fixture-store.js';
+import { type RecipeMode, recipeCommand } from './userns.js';
 
 /** How many of the recipe's last output lines a failure keeps. */
 const TAIL_LINES = 30;
@@ -24,6 +25,8 @@ export interface RecipeRun {
   onLog?: (line: string) => void;
   /** Aborting it ends the recipe's whole process group (SIGTERM). */
   signal?: AbortSignal;
+  /** As root (default) or as the root of a user namespace (`unshare --map-root-user`, for everyone else). */
+  mode?: RecipeMode;
 }
 
 /**
@@ -32,7 +35,8 @@ export interface RecipeRun {
  */
 export async function runRecipe(script: string, out: string, kernel: string, options: RecipeRun): Promise<string[]> {
   const tail: string[] = [];
-  const child = startProcess('bash', [script, out], {
+  const command = recipeCommand(script, out, options.mode ?? 'root');
+  const child = startProcess(command.file, command.args, {
     env: { ...(options.env ?? process.env), FIXTURE_KERNEL: kernel, LC_ALL: 'C' },
     signal: options.signal,
     onLine: (line) => {

@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DevpivotError } from '../core/errors.js';
-import { SYSTEM_CACHE_DIR, sharedCacheDir } from '../core/paths.js';
+import { sharedCacheDir } from '../core/paths.js';
 import { readOutputs, relativeRecipe, runRecipe } from './fixture-build.js';
 import { computeKey, detectKernel, packageVersions } from './fixture-key.js';
 import { fixturePackages } from './fixture-packages.js';
@@ -27,6 +27,7 @@ import {
   tempBuildDir,
 } from './fixture-store.js';
 import { acquireLock } from './lock.js';
+import { type RecipeMode, recipeMode } from './userns.js';
 
 export { computeKey, detectKernel, packageVersions } from './fixture-key.js';
 export { fixturePackages } from './fixture-packages.js';
@@ -97,6 +98,8 @@ export interface FixtureBuildOptions extends FixtureOptions {
   /** Progress lines from the recipe. */
   onLog?: (line: string) => void;
   signal?: AbortSignal;
+  /** Run the recipe this way instead of by uid (root: directly; others: unshare). Tests force 'userns' as root. */
+  mode?: RecipeMode;
 }
 
 export interface BuildResult {
@@ -109,24 +112,14 @@ export interface BuildResult {
  * Build the fixture OS into `${cacheDir()}/fixture/<key>/` unless it is already there (or `force`). The recipe
  * runs in a temporary directory that is renamed into place only when complete, so an interrupted build never
  * looks built. One build at a time per cache directory (a lock file); older builds are removed afterwards.
+ * Root runs the recipe directly, anyone else through `unshare --map-root-user` (userns.ts): the same outputs.
  */
 export async function buildFixture(options: FixtureBuildOptions = {}): Promise<BuildResult> {
   const env = options.env ?? process.env;
   let state = await fixtureState(options);
   if (state.fresh && !options.force) return { fixture: await readManifest(state.dir), built: false };
-  if ((process.getuid?.() ?? 0) !== 0)
-    throw new DevpivotError(
-      'FIXTURE_NEEDS_ROOT',
-      'building the fixture OS needs root (ostree deploy, mkfs -d ownership)',
-      {
-        // Root builds into the system cache, which every user's run reads when their own cache lacks the build.
-        hint:
-          sharedCacheDir(env) === SYSTEM_CACHE_DIR
-            ? `run: sudo devpivot images build (into ${SYSTEM_CACHE_DIR}, which your runs then read)`
-            : `run as root with the same cache: sudo DEVPIVOT_CACHE_DIR=${fixtureRoot(env).replace(/\/fixture$/, '')} devpivot images build`,
-        exitCode: 2,
-      },
-    );
+  // Not root: the recipe runs as the root of a user namespace (FIXTURE_NEEDS_ROOT when there are none).
+  const mode = options.mode ?? (await recipeMode());
   const missing = Object.entries(state.packages).filter(([, version]) => !version);
   if (missing.length > 0)
     throw new DevpivotError(
@@ -146,7 +139,7 @@ export async function buildFixture(options: FixtureBuildOptions = {}): Promise<B
     await mkdir(temp, { mode: 0o755 });
     const started = Date.now();
     try {
-      await runRecipe(join(state.recipe, 'build.sh'), temp, state.kernel, options);
+      await runRecipe(join(state.recipe, 'build.sh'), temp, state.kernel, { ...options, mode });
       const outputs = await readOutputs(temp);
       const manifest: Manifest = {
         schema: 1,
