@@ -4,9 +4,9 @@ import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.
 test('old-to-new under UEFI: the same disk boots through OVMF and pivots to v2; ssh reaches the core user', async (t) => {
   const run = await runScenarioCli('old-to-new-uefi');
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
-  // up, ignition, staged, booted, assert, then the two ssh checks on v2 (the core user Ignition created, with the
+  // prepare, up, ignition, staged, booted, assert, then the two ssh checks on v2 (the core user Ignition created, with the
   // session's key in authorized_keys.d; sshd refuses passwords)
-  t.is(run.steps.length, 7, run.steps.join('\n'));
+  t.is(run.steps.length, 8, run.steps.join('\n'));
   t.true(
     run.steps.every((step) => step.startsWith('✓ ')),
     run.steps.join('\n'),
