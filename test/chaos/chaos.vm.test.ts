@@ -8,8 +8,7 @@
  * All against the private libvirtd of test/vm/daemon.ts (case 4 restarts it; the system daemon is never touched).
  * The pull is throttled so that it is still running when the chaos strikes.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { volumePrefix, volumeXml } from '../../src/vm/domain-xml.js';
@@ -18,6 +17,7 @@ import { listDevpivotDomains, listDevpivotVolumes } from '../../src/vm/libvirt/i
 import { ensurePool } from '../../src/vm/libvirt/pool.js';
 import { watchCli } from '../cli/process.js';
 import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 import { startTestDaemon, type TestDaemon } from '../vm/daemon.js';
 
 let daemon: TestDaemon;
@@ -59,7 +59,7 @@ steps:
 `;
 
 function start(tag: string) {
-  const dir = mkdtempSync(join(tmpdir(), `devpivot-chaos-${tag}-`));
+  const dir = tempDir(`devpivot-chaos-${tag}-`);
   const file = join(dir, `chaos-${tag}.yaml`);
   writeFileSync(file, SCENARIO);
   const session = `test-chaos-${tag}-${process.pid.toString(36)}`;

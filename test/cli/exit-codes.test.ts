@@ -5,19 +5,19 @@
  * a libvirt connect that never answers. Every server here listens on 127.0.0.1.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 import { watchCli } from './process.js';
 
 const UNREACHABLE = 'qemu+unix:///system?socket=/nonexistent/libvirt-sock';
 
 function workspace(): { dir: string; env: NodeJS.ProcessEnv; disk: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'devpivot-exit-'));
+  const dir = tempDir('devpivot-exit-');
   const disk = join(dir, 'disk.qcow2');
   execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', disk, '16M']);
   const env = { DEVPIVOT_STATE_DIR: join(dir, 'state'), DEVPIVOT_CACHE_DIR: join(dir, 'cache') };

@@ -5,14 +5,14 @@
  * is all these rows need, so the file stays short.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { volumePrefix } from '../../src/vm/domain-xml.js';
 import { Connection } from '../../src/vm/libvirt/connection.js';
 import { listDevpivotDomains, listDevpivotVolumes } from '../../src/vm/libvirt/inventory.js';
 import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 import { startTestDaemon, type TestDaemon } from '../vm/daemon.js';
 import { watchCli } from './process.js';
 
@@ -25,7 +25,7 @@ test.after.always(async () => {
 });
 
 function workspace(name: string, steps: string) {
-  const dir = mkdtempSync(join(tmpdir(), 'devpivot-exit-vm-'));
+  const dir = tempDir('devpivot-exit-vm-');
   chmodSync(dir, 0o755);
   const disk = join(dir, 'blank.qcow2');
   execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', disk, '16M']);

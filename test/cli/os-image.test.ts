@@ -3,18 +3,18 @@
  * anything starts; a good one becomes the default scenario's pivot target, which prepare pulls from where it is
  * (here a registry on 127.0.0.1 that records requests and holds nothing, so the run stops there, exit 2).
  */
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 
 const UNREACHABLE = 'qemu+unix:///system?socket=/nonexistent/libvirt-sock';
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 
 function workspace() {
-  const dir = mkdtempSync(join(tmpdir(), 'devpivot-os-image-'));
+  const dir = tempDir('devpivot-os-image-');
   const env = { DEVPIVOT_STATE_DIR: join(dir, 'state'), DEVPIVOT_CACHE_DIR: join(dir, 'cache') };
   return { dir, env, started: () => readdirSync(dir) };
 }

@@ -3,11 +3,11 @@
  * devpivot's filter while the guest's attempt to reach another port of the host's loopback fails, and the run
  * names what was blocked. Nothing leaves 127.0.0.1.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { tempDir } from '../helpers/temp.js';
 import { leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 test('a node pulls from the registry but cannot reach another port of the host loopback', async (t) => {
@@ -20,7 +20,7 @@ test('a node pulls from the registry but cannot reach another port of the host l
   const port = await new Promise<number>((resolve) =>
     other.listen(0, '127.0.0.1', () => resolve((other.address() as { port: number }).port)),
   );
-  const file = join(mkdtempSync(join(tmpdir(), 'devpivot-net-e2e-')), 'guest-network.yaml');
+  const file = join(tempDir('devpivot-net-e2e-'), 'guest-network.yaml');
   writeFileSync(
     file,
     `name: guest-network

@@ -1,13 +1,40 @@
+/**
+ * The legacy driver end to end, line by line on the guest's console: first-boot Ignition, systemd running the
+ * units it wrote, openshift/pivot's protocol (origin comparison, the kernel-args whitelist, the staged deployment
+ * finalized at shutdown with the /etc merge, one reboot through mcd-write-pivot-reboot.service), and a second boot
+ * that is no first boot and does not pivot again. (This was fixture.vm.test.ts's "first boot" test, which ran the
+ * same pivot outside devpivot's CLI.)
+ */
 import test from 'ava';
+import type { EventOf, Stamped } from '../../src/core/events.js';
+import { loadFixture } from '../../src/images/fixture.js';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
+const MARKER = 'devpivot-kernel-args-issue';
+/** A glog line of pivot (openshift/pivot's `Lmmdd hh:mm:ss.uuuuuu pid file:line] text`) as the console shows it. */
+const glog = (level: string, file: string, text: string) =>
+  new RegExp(`pivot\\[\\d+\\]: ${level}\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} +\\d+ ${file}\\] ${text}`);
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
 test('kernel-args: the whitelisted argument reaches the new deployment, the other is refused', async (t) => {
+  const fixture = await loadFixture();
+  const commitOf = (version: string) => fixture.versions.find((entry) => entry.version === version)!.commit;
   const run = await runScenarioCli('kernel-args');
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.deepEqual(bootedVersions(run.events), ['1', '2']);
   const lines = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
-  t.true(lines.some((line) => /root\.go:134\] devpivot\.test=kargs not a whitelisted kernel argument$/.test(line)));
-  t.true(lines.some((line) => /Running: rpm-ostree kargs --append=nosmt$/.test(line)));
+  /** The index of the first line at or after `from` matching `pattern`; fails the test (-1) when there is none. */
+  const find = (pattern: RegExp, from = 0, message = String(pattern)) => {
+    const index = lines.findIndex((line, i) => i >= from && pattern.test(line));
+    t.true(index >= 0, message);
+    return index;
+  };
+
+  // The whitelist: nosmt is applied (rpm-ostree kargs), the other ADD is refused, the DELETE of an argument not
+  // on the command line is skipped.
+  find(glog('I', 'root.go:134', 'devpivot\\.test=kargs not a whitelisted kernel argument$'));
+  find(glog('I', 'root.go:151', 'quiet not a whitelisted kernel argument$'));
+  find(glog('I', 'run.go:16', 'Running: rpm-ostree kargs --append=nosmt$'));
   const cmdlines = lines.filter((line) => /\] Command line: /.test(line));
   t.is(cmdlines.length, 2);
   t.false(cmdlines[0]!.includes(' nosmt'));
@@ -16,5 +43,50 @@ test('kernel-args: the whitelisted argument reaches the new deployment, the othe
     cmdlines.some((line) => line.includes('devpivot.test=kargs')),
     'the refused argument is on no command line',
   );
+
+  // Boot 1: Ignition, then systemd runs the units it wrote (the report, enabled through 20-ignition.preset, and the
+  // MCS's mcd-write-pivot-reboot.service); pivot compares the booted origin, pulls, stages, reboots.
+  const target = run.events.find((e): e is Stamped<EventOf<'guest.pivot'>> => e.kind === 'guest.pivot')?.target ?? '';
+  t.regex(target, /^10\.0\.2\.2:\d+\/devpivot\/fixture-2@sha256:[0-9a-f]{64}$/);
+  const bootImage = `fixture.invalid/fixture-coreos@sha256:${commitOf('1')}`;
+  const ignitionDone = find(/Reached target ignition-complete\.target - Ignition Complete\./);
+  find(/systemd\[1\]: Detected first boot\./, ignitionDone);
+  find(/devpivot-report: \{"event":"booted"/, ignitionDone);
+  find(/Started mcd-write-pivot-reboot\.service/, ignitionDone);
+  const pulling = find(glog('I', 'run.go:16', `Running: podman pull -q ${literal(target)}$`));
+  find(glog('I', 'root.go:263', `Previous pivot: ${literal(bootImage)}$`));
+  const pivoting = find(glog('I', 'root.go:333', `Pivoting to: 2 \\(${commitOf('2')}\\)$`), pulling);
+  find(/pivot\[\d+\]: Staging deployment\.\.\.done/, pivoting);
+  const reboot = find(glog('I', 'run.go:16', 'Running: systemctl reboot$'));
+  // ostree's own unit writes the staged deployment at shutdown, merging /etc then.
+  find(/ostree\[\d+\]: Copying \/etc changes: /, reboot);
+  find(/ostree\[\d+\]: Transaction complete; bootconfig swap: yes/, reboot);
+  const restart = find(/reboot: Restarting system/, reboot);
+  const second = lines.slice(restart);
+  find(/devpivot-report: \{"event":"booted"/, restart);
+  // sshd starts on v2 (the console shows no "Started" line once the getty is up) and serves logins: the ssh step.
+  find(/Starting ssh\.service - OpenBSD Secure Shell server\.\.\./, restart);
+  t.true(
+    run.steps.includes(`✓ ssh node1 'grep ^VERSION= /etc/os-release' =~ /VERSION="2"/ within 3m`),
+    run.steps.join('\n'),
+  );
+
+  // The Ignition-written /etc/issue is shown by the serial getty on both boots (and was merged into v2's /etc).
+  t.true(lines.slice(0, restart).includes(MARKER), 'getty shows /etc/issue on boot 1');
+  t.true(second.includes(MARKER), 'getty shows /etc/issue on boot 2');
+  // Boot 2: not a first boot (the machine-id was committed and merged), Ignition does not run, the pullspec was
+  // deleted before the /etc merge: pivot.service's condition fails and nothing pivots again.
+  t.false(second.some((line) => /Detected first boot|mcd-write-pivot-reboot|ignition-complete/.test(line)));
+  t.false(
+    second.some((line) => /pivot\[\d+\]/.test(line)),
+    'pivot does not run on the new deployment',
+  );
+
+  const boots = run.events.filter((e): e is Stamped<EventOf<'guest.booted'>> => e.kind === 'guest.booted');
+  t.is(boots.length, 2);
+  t.like(boots[0], { version: '1', commit: commitOf('1'), image: bootImage });
+  t.like(boots[1], { version: '2', commit: commitOf('2'), image: target });
+  for (const boot of boots) t.regex(String(boot.bootId), /^[0-9a-f-]{36}$/);
+  t.not(boots[0]!.bootId, boots[1]!.bootId);
   t.deepEqual(leftoverDomains('kernel-args'), []);
 });

@@ -3,7 +3,7 @@
  * reboots (openshift/pivot reboots only with --reboot or /run/pivot/reboot-needed); devpivot reports that as a
  * failure naming the cause, not as a timeout of the next expect.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -11,7 +11,9 @@ import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.
 
 test('staged without the reboot-needed unit: a named failure, and the node stays on v1', async (t) => {
   t.timeout(25 * 60_000);
-  const file = join(mkdtempSync(join(tmpdir(), 'devpivot-staged-e2e-')), 'staged-no-reboot.yaml');
+  const dir = mkdtempSync(join(tmpdir(), 'devpivot-staged-e2e-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'staged-no-reboot.yaml');
   writeFileSync(
     file,
     `name: staged-no-reboot
@@ -34,5 +36,19 @@ steps:
     /^the pivot staged \S+ but node1 did not reboot within 2m: pivot reboots only with --reboot or when \/run\/pivot\/reboot-needed exists/,
   );
   t.deepEqual(bootedVersions(run.events), ['1']);
+  // In the guest: pivot staged the deployment and ran to its end (its last line, the kernel-args check of the
+  // tuning file), and in the two minutes the watchdog gave it nothing asked for a reboot and none happened.
+  const console = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
+  const staged = console.findIndex((line) => /pivot\[\d+\]: Staging deployment\.\.\.done/.test(line));
+  t.true(staged >= 0, 'the deployment was staged');
+  t.true(
+    console
+      .slice(staged)
+      .some((line) =>
+        /pivot\[\d+\]: I\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ root\.go:402\] unable to parse tuning file /.test(line),
+      ),
+    'pivot ran to its end',
+  );
+  t.false(console.some((line) => /Running: systemctl reboot|reboot: Restarting system/.test(line)));
   t.deepEqual(leftoverDomains('staged-no-reboot'), []);
 });

@@ -360,7 +360,8 @@ test('a set-up failure fails prepare with exit status 2 and skips every step', a
 });
 
 test("the scenario's timeout stops the run", async (t) => {
-  const { result, steps } = await runText(`timeout: 200ms
+  // 2 s, not less: the timeout counts from the start, and prepare (fakes) must end before it under load.
+  const { result, steps } = await runText(`timeout: 2s
 nodes:
   node1: {}
 steps:
@@ -368,7 +369,7 @@ steps:
   - expect: { console: never printed }
 `);
   t.false(result.ok);
-  t.is(steps.at(-1), "✗ expect node1 console /never printed/ within 5m: the scenario's timeout of 200ms ran out");
+  t.is(steps.at(-1), "✗ expect node1 console /never printed/ within 5m: the scenario's timeout of 2s ran out");
 });
 
 test('expect console matches raw lines; a down step removes the VMs', async (t) => {

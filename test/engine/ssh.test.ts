@@ -2,8 +2,7 @@
  * The session's ssh key (real ssh-keygen), the ssh command line, known_hosts handling, and the pivot request
  * scripts. ssh against a real sshd: the fixture's, in test/e2e/multi-hop.vm.test.ts.
  */
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import {
@@ -15,8 +14,9 @@ import {
   sshArgs,
 } from '../../src/engine/ssh.js';
 import { AS_ROOT, pivotRequestScript, REBOOT_MARKER } from '../../src/engine/ssh-pivot.js';
+import { tempDir } from '../helpers/temp.js';
 
-const state = () => mkdtempSync(join(tmpdir(), 'devpivot-ssh-test-'));
+const state = () => tempDir('devpivot-ssh-test-');
 
 test('one ed25519 key pair per session, private to its owner, kept in the session directory, removed with it', async (t) => {
   const dir = state();

@@ -65,6 +65,8 @@ async function runCase(c: Case) {
     .replace('encapsulated=/etc/', `encapsulated=${dir}/etc/`)
     .replace('kubelet_auth=/var/lib/kubelet/config.json', `kubelet_auth=${dir}/config.json`)
     .replace('content_base=/run/mco-machine-os-content', `content_base=${dir}/content`)
+    // its scratch directory too: the sleep shim ends the script by a signal, which skips its EXIT trap
+    .replace('mktemp -d /tmp/mcd.XXXXXX', `mktemp -d ${dir}/mcd.XXXXXX`)
     .replaceAll('/usr/lib/fixture/glog.sh', join(repoRoot, 'images', 'fixture', 'guest', 'glog.sh'))
     // busybox sh runs its own applets before PATH: these two shims are named by path.
     .replace('| logger', `| ${shims}/logger`)

@@ -2,7 +2,7 @@
  * The registry client against a registry that misbehaves: 5xx answers are retried (manifests and blobs), and a
  * blob download that fails leaves its bytes as a partial that the next run resumes with Range.
  */
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { createServer, request } from 'node:http';
 import { join } from 'node:path';
 import test from 'ava';
@@ -51,6 +51,7 @@ test('5xx answers are retried: the manifest and the blob GETs get a 503 twice, t
   const proxy = await flakyProxy(r.host, new RegExp(`/manifests/latest$|/blobs/${layer.digest}$`), 2);
   t.teardown(() => proxy.stop());
   const partialDir = await tempDir();
+  t.teardown(() => rm(partialDir, { recursive: true, force: true }));
   const result = await copyImage(`${proxy.hostPort}/flaky/os:latest`, `${r.host}/copied/os:latest`, {
     source: { partialDir },
   });
@@ -69,6 +70,7 @@ test('a failed download keeps its bytes; the next run resumes them with Range an
   const proxy = await startCuttingProxy(r.host, new RegExp(`GET /v2/partial/os/blobs/${layer.digest}`), 600_000);
   t.teardown(() => proxy.stop());
   const partialDir = await tempDir();
+  t.teardown(() => rm(partialDir, { recursive: true, force: true }));
   // First run: one attempt per blob, cut mid-way: the copy fails, the bytes stay.
   await t.throwsAsync(
     copyImage(`${proxy.hostPort}/partial/os:latest`, `${r.host}/copied/os:latest`, {

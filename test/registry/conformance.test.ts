@@ -159,8 +159,9 @@ test('pull: Range requests give 206 with Content-Range; suffix ranges; unsatisfi
 test('push: monolithic POST ?digest= gives 201 with Location and Docker-Content-Digest (curl)', async (t) => {
   const bytes = randomBytes(4096);
   const digest = digestOf(bytes);
-  const { writeFile } = await import('node:fs/promises');
+  const { rm, writeFile } = await import('node:fs/promises');
   const file = `${r.storage}-mono.bin`;
+  t.teardown(() => rm(file, { force: true }));
   await writeFile(file, bytes);
   const result = await curl([
     '-X',

@@ -1,5 +1,4 @@
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import test from 'ava';
@@ -13,6 +12,7 @@ import type { Reporter } from '../../src/report/reporter.js';
 import { parseScenario } from '../../src/scenario/parse.js';
 import type { Scenario } from '../../src/scenario/types.js';
 import { type FakeOptions, fakeDeps } from '../engine/fake.js';
+import { tempDir } from '../helpers/temp.js';
 import { parseXml, type XmlElement } from './xml.js';
 
 /** A real engine run (fake VM host) with reporters attached as the CLI attaches them. */
@@ -104,7 +104,7 @@ function testcases(suite: XmlElement) {
 }
 
 test('JUnit: well-formed, a testcase per step and per node, failures and skips', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'devpivot-junit-'));
+  const dir = tempDir('devpivot-junit-');
   const file = join(dir, 'out.xml');
   const good = createJunitReporter();
   const bad = createJunitReporter();

@@ -1,11 +1,11 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 
 async function file(name: string, text: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'devpivot-scenario-cli-'));
+  const dir = tempDir('devpivot-scenario-cli-');
   const path = join(dir, name);
   await writeFile(path, text);
   return path;

@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
@@ -16,6 +16,7 @@ import { type NodeSpec, openHost } from '../../src/vm/index.js';
 import { Connection } from '../../src/vm/libvirt/connection.js';
 import { listDevpivotDomains, listDevpivotVolumes } from '../../src/vm/libvirt/inventory.js';
 import { imageDigest, inspectQcow2 } from '../../src/vm/qcow2.js';
+import { tempDir } from '../helpers/temp.js';
 import { startTestDaemon, type TestDaemon } from './daemon.js';
 
 let daemon: TestDaemon;
@@ -30,7 +31,7 @@ const session = (tag: string) => `test-abort-${tag}-${randomBytes(3).toString('h
 
 /** A qcow2 of random content (a base image no pool has yet: creating a node uploads it). */
 function freshImage(mib: number): string {
-  const dir = mkdtempSync(join(tmpdir(), 'devpivot-abort-'));
+  const dir = tempDir('devpivot-abort-');
   chmodSync(dir, 0o755);
   const raw = join(dir, 'random.raw');
   writeFileSync(raw, randomBytes(mib * 1024 * 1024));
@@ -78,7 +79,7 @@ function host(sessionId: string) {
     uri: daemon.tcpUri,
     sessionId,
     bus: new EventBus(),
-    stateDir: mkdtempSync(join(tmpdir(), 'dp-abort-state-')),
+    stateDir: tempDir('dp-abort-state-'),
     poolPath: daemon.poolPath,
   });
 }

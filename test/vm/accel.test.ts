@@ -1,11 +1,11 @@
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { findProbeKernel, probeAccel, probeAccelCached } from '../../src/vm/accel.js';
+import { tempDir } from '../helpers/temp.js';
 
 function fakeQemu(script: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'devpivot-accel-'));
+  const dir = tempDir('devpivot-accel-');
   const path = join(dir, 'qemu-system-x86_64');
   writeFileSync(path, `#!/bin/sh\n${script}\n`);
   chmodSync(path, 0o755);
@@ -40,7 +40,7 @@ test('a qemu whose guest prints the kernel banner means KVM works', async (t) =>
 });
 
 test('the cached probe answers without booting again until refreshed', async (t) => {
-  const cacheFile = join(mkdtempSync(join(tmpdir(), 'devpivot-accel-cache-')), 'accel.json');
+  const cacheFile = join(tempDir('devpivot-accel-cache-'), 'accel.json');
   const first = await probeAccelCached(cacheFile, {
     qemu: fakeQemu('echo "Linux version 6.1"; sleep 60'),
     kernel: kernelOrSkip,

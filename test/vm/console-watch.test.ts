@@ -1,9 +1,8 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { Connection } from '../../src/vm/libvirt/connection.js';
 import { ConsoleWatch } from '../../src/vm/libvirt/console-watch.js';
+import { tempDir } from '../helpers/temp.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -12,7 +11,7 @@ function watchOver(lookupDomain: () => Promise<never>) {
   const warnings: string[] = [];
   const watch = new ConsoleWatch({
     domain: 'devpivot-test-vm-none',
-    logPath: join(mkdtempSync(join(tmpdir(), 'devpivot-console-')), 'n.log'),
+    logPath: join(tempDir('devpivot-console-'), 'n.log'),
     onLine: () => {},
     onWarning: (message) => warnings.push(message),
     connection: () => ({ lookupDomain }) as unknown as Connection,

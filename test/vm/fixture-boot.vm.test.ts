@@ -4,8 +4,7 @@
  * through fw_cfg. Needs `devpivot images build` (the test set-up builds it).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
@@ -17,6 +16,7 @@ import { volumePrefix } from '../../src/vm/domain-xml.js';
 import { openHost } from '../../src/vm/index.js';
 import { Connection } from '../../src/vm/libvirt/connection.js';
 import { listDevpivotVolumes } from '../../src/vm/libvirt/inventory.js';
+import { tempDir } from '../helpers/temp.js';
 import { startTestDaemon } from './daemon.js';
 
 test('the fixture disk boots from an overlay, runs Ignition from fw_cfg and reports its boot', async (t) => {
@@ -25,7 +25,7 @@ test('the fixture disk boots from an overlay, runs Ignition from fw_cfg and repo
   const events: Stamped[] = [];
   bus.subscribe((event) => events.push(event));
   const sessionId = `test-vm-fixture-${randomBytes(3).toString('hex')}`;
-  const stateDir = mkdtempSync(join(tmpdir(), 'devpivot-test-vm-state-'));
+  const stateDir = tempDir('devpivot-test-vm-state-');
   let ticks = 0;
   const ticker = setInterval(() => ticks++, 50);
   const host = await openHost({ uri: 'qemu:///system', sessionId, bus, stateDir });
@@ -100,7 +100,7 @@ test('the base image is uploaded once through a stream (remote daemon), intact, 
   const fixture = await loadFixture();
   const daemon = await startTestDaemon();
   try {
-    const stateDir = mkdtempSync(join(tmpdir(), 'devpivot-test-vm-state-'));
+    const stateDir = tempDir('devpivot-test-vm-state-');
     const spec = {
       name: 'n1',
       image: fixture.disk,

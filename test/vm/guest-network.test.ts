@@ -2,13 +2,13 @@
  * The guest network policy on crafted frames, and the filter's socket protocol against a stand-in for QEMU's
  * filter-redirector (4-byte big-endian length, then the frame). The real QEMU path is guest-network.vm.test.ts.
  */
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { GuestFilter } from '../../src/vm/guest-filter.js';
 import { checksum, frameVerdict } from '../../src/vm/guest-network.js';
+import { tempDir } from '../helpers/temp.js';
 import { ACK, ethernet, GUEST_MAC, ipv4, PSH, qemuSide, SLIRP_MAC, SYN, tcp, udp } from './frames.js';
 
 const policy = { hostTcpPorts: [5000] };
@@ -85,7 +85,7 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
 test('the filter passes allowed frames on, answers refused requests, and names each blocked destination once', async (t) => {
   const blocked: string[] = [];
   const filter = await GuestFilter.start({
-    dir: join(mkdtempSync(join(tmpdir(), 'dp-filter-')), 's1'),
+    dir: join(tempDir('dp-filter-'), 's1'),
     policy,
     onBlocked: (what) => blocked.push(what),
   });

@@ -7,17 +7,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import type { Stamped } from '../../src/core/events.js';
 import { freeLoopbackPort } from '../../src/core/free-port.js';
 import { GuestFilter, guestFilterDir } from '../../src/vm/guest-filter.js';
 import { type NodeSpec, openHost } from '../../src/vm/index.js';
+import { tempDir } from '../helpers/temp.js';
 import { buildNetGuest } from './net-guest.js';
 
 const URI = 'qemu:///system';
@@ -102,7 +101,7 @@ test('a guest reaches the registry port and its ssh forward, nothing else on the
 
   const sessionId = `test-vm-net-${randomBytes(3).toString('hex')}`;
   const bus = new EventBus();
-  const host = await openHost({ uri: URI, sessionId, bus, stateDir: mkdtempSync(join(tmpdir(), 'devpivot-net-')) });
+  const host = await openHost({ uri: URI, sessionId, bus, stateDir: tempDir('devpivot-net-') });
   const blocked: string[] = [];
   const filter = await GuestFilter.start({
     dir: guestFilterDir(sessionId),

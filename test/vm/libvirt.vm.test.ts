@@ -5,9 +5,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import type { DevpivotEvent, EventOf, Stamped } from '../../src/core/events.js';
@@ -16,6 +15,7 @@ import { LibvirtError, type NodeSpec, openHost } from '../../src/vm/index.js';
 import { Connection } from '../../src/vm/libvirt/connection.js';
 import { listDevpivotVolumes } from '../../src/vm/libvirt/inventory.js';
 import { binPath, runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 import { startTestDaemon, type TestDaemon } from './daemon.js';
 import { buildTestGuest } from './guest.js';
 
@@ -52,7 +52,7 @@ function guestNode(options: Partial<NodeSpec> & { cmdline?: string } = {}): Node
 }
 
 /** A host on the private daemon (its own pool), with a fresh state directory. */
-function privateHost(bus: EventBus, sessionId: string, stateDir = mkdtempSync(join(tmpdir(), 'dp-'))) {
+function privateHost(bus: EventBus, sessionId: string, stateDir = tempDir('dp-')) {
   return openHost({ uri: daemon.tcpUri, sessionId, bus, stateDir, poolPath: daemon.poolPath });
 }
 
@@ -106,7 +106,7 @@ async function bootAndReboot(
 ): Promise<BootFigures> {
   const bus = new EventBus();
   const { events, waitFor } = recorder(bus);
-  const stateDir = mkdtempSync(join(tmpdir(), 'devpivot-test-vm-state-'));
+  const stateDir = tempDir('devpivot-test-vm-state-');
   const sessionId = session('boot');
   let ticks = 0;
   const ticker = setInterval(() => ticks++, 50);
@@ -243,7 +243,7 @@ test.serial('system daemon, UEFI (OVMF): boots, and its NVRAM file goes with the
   const bus = new EventBus();
   const { waitFor } = recorder(bus);
   const sessionId = session('uefi');
-  const host = await openHost({ uri: 'qemu:///system', sessionId, bus, stateDir: mkdtempSync(join(tmpdir(), 'dp-')) });
+  const host = await openHost({ uri: 'qemu:///system', sessionId, bus, stateDir: tempDir('dp-') });
   const domain = `devpivot-${sessionId}-n1`;
   try {
     const node = await host.createNode(guestNode({ firmware: 'uefi' }));
@@ -307,7 +307,7 @@ test.serial('devpivot down --all removes devpivot domains and volumes, never a f
       "<os><type arch='x86_64'>hvm</type></os></domain>",
   );
   foreign.free();
-  const stateDir = mkdtempSync(join(tmpdir(), 'devpivot-test-vm-state-'));
+  const stateDir = tempDir('devpivot-test-vm-state-');
   const sessionId = session('down');
   const host = await privateHost(new EventBus(), sessionId, stateDir);
   try {

@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { DevpivotError } from '../../src/core/errors.js';
 import { imageDigest, inspectQcow2 } from '../../src/vm/qcow2.js';
+import { tempDir } from '../helpers/temp.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'devpivot-qcow2-'));
+const dir = tempDir('devpivot-qcow2-');
 
 test('a real qcow2 (qemu-img) is accepted with its virtual size', async (t) => {
   const path = join(dir, 'ok.qcow2');

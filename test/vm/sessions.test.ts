@@ -1,5 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { UsageError } from '../../src/core/errors.js';
@@ -12,9 +11,10 @@ import {
   recordSession,
 } from '../../src/vm/sessions.js';
 import { formatUptime, resolveTarget, sessionWithLog } from '../../src/vm/targets.js';
+import { tempDir } from '../helpers/temp.js';
 
 test('sessions are recorded and the newest is the last one; broken records are skipped', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'devpivot-sessions-'));
+  const dir = tempDir('devpivot-sessions-');
   t.is(await lastSession(dir), undefined);
   await recordSession(dir, { id: 'a1', uri: 'qemu:///system', startedAt: '2026-01-01T00:00:00.000Z', pid: 1 });
   await recordSession(dir, { id: 'b2', uri: 'qemu+tcp://h/system', startedAt: '2026-01-02T00:00:00.000Z', pid: 2 });
@@ -28,7 +28,7 @@ test('sessions are recorded and the newest is the last one; broken records are s
 });
 
 test('the target URI: --connect, then LIBVIRT_DEFAULT_URI, then the session’s, then the default', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'devpivot-sessions-'));
+  const dir = tempDir('devpivot-sessions-');
   await recordSession(dir, {
     id: 's1',
     uri: 'qemu+tcp://remote/system',
@@ -48,7 +48,7 @@ test('the target URI: --connect, then LIBVIRT_DEFAULT_URI, then the session’s,
 });
 
 test('logs without --session pick the newest session that has a log for the node', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'devpivot-sessions-'));
+  const dir = tempDir('devpivot-sessions-');
   await recordSession(dir, { id: 'old', uri: 'u', startedAt: '2026-01-01T00:00:00.000Z', pid: 1 });
   await recordSession(dir, { id: 'new', uri: 'u', startedAt: '2026-01-02T00:00:00.000Z', pid: 1 });
   writeFileSync(consoleLogPath(dir, 'old', 'node1'), 'x\n');
