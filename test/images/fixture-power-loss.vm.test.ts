@@ -40,6 +40,26 @@ const SLOW_STOP = {
   ].join('\n'),
 };
 
+const PATH_RACE = 'ostree-finalize-staged.service never started before the reboot';
+
+/**
+ * `withVm` with one more try, on a new VM, when the first lost ostree 2022.7's path-unit race (above): the window
+ * these tests need was never opened. Any other failure, or the race twice, fails the test.
+ */
+async function withVmPastFinalizeRace(
+  t: { log: (s: string) => void },
+  ignition: string,
+  body: (vm: FixtureVm) => Promise<void>,
+): Promise<void> {
+  try {
+    await withVm(t, ctx, ignition, body);
+  } catch (error) {
+    if (!(error instanceof Error) || !error.message.includes(PATH_RACE)) throw error;
+    t.log(`first VM: ${error.message}; once more on a new VM`);
+    await withVm(t, ctx, ignition, body);
+  }
+}
+
 /** Pivot to v2, cut the power after finalize-staged swapped /boot/loader (before /boot is unmounted), boot again. */
 async function powerLossAfterSwap(vm: FixtureVm) {
   await vm.start();
@@ -53,7 +73,17 @@ async function powerLossAfterSwap(vm: FixtureVm) {
     staged.index,
   );
   if (!/^fixture-boot-checkpoint: |Stopped/.test(finalized.line)) {
-    throw new Error(`the shutdown went on without the bootloader swap being seen: ${finalized.line}`);
+    const lines = await vm.lines();
+    // ostree 2022.7 has only ostree-finalize-staged.path start the finalize service (ostree 2025.x+ starts it from
+    // the deploy itself: _ostree_sysroot_ensure_finalize_staged_service, ostree 6bee4a08). pivot reboots ~1.5 s
+    // after staging; under TCG the reboot job can come first, the service never starts, nothing is finalized and
+    // v1 boots again. That is not the window these tests cut the power in: say so, so the test runs once more.
+    const serviceRan = lines.some((line) =>
+      /ostree-finalize-staged\.service|OSTree Finalize Staged Deployment/.test(line),
+    );
+    throw new Error(
+      `the shutdown went on without the bootloader swap being seen: ${finalized.line}${serviceRan ? '' : ` (${PATH_RACE})`}`,
+    );
   }
   await vm.destroy();
   await vm.start();
@@ -79,7 +109,7 @@ test.serial('power loss right after the deployment is staged: the node boots v1,
 });
 
 test.serial('power loss after the bootloader swap, fixes on: the /boot checkpoint makes v2 boot', async (t) => {
-  await withVm(t, ctx, ignitionFor(ctx, ctx.pinned['2']!, { units: [SLOW_STOP] }), async (vm) => {
+  await withVmPastFinalizeRace(t, ignitionFor(ctx, ctx.pinned['2']!, { units: [SLOW_STOP] }), async (vm) => {
     const { cutAt, outcome, reports } = await powerLossAfterSwap(vm);
     t.log(`power cut ${cutAt.toFixed(1)} s after start; next boot: ${outcome}`);
     t.like(booted(reports)[0], { version: '2', commit: commitOf(ctx, '2') });
@@ -91,7 +121,7 @@ test.serial('with only the /boot checkpoint off, the initramfs falls back to the
     units: [SLOW_STOP],
     files: [{ path: '/etc/fixture/no-boot-fixes', text: 'fsfreeze\n' }],
   });
-  await withVm(t, ctx, ignition, async (vm) => {
+  await withVmPastFinalizeRace(t, ignition, async (vm) => {
     const { cutAt, outcome, reports, lines } = await powerLossAfterSwap(vm);
     t.log(`power cut ${cutAt.toFixed(1)} s after start; next boot: ${outcome}`);
     t.true(
