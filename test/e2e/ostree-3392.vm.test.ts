@@ -1,8 +1,28 @@
 import test from 'ava';
-import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
+import { repoRoot } from '../helpers/cli.js';
+import { bootedVersions, leftoverDomains, runScenarioCli, type ScenarioRun } from './run-scenario.js';
+
+/**
+ * ostree 2022.7 starts ostree-finalize-staged.service only through its path unit; when pivot's reboot wins that race
+ * the service never starts, nothing is finalized and the node reboots into v1 (images/README.md, "Staged
+ * deployments"). That run never opened the window this scenario cuts the power in: it is run once more, and only then.
+ */
+function lostFinalizeRace(run: ScenarioRun): boolean {
+  const console = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
+  return (
+    run.code !== 0 &&
+    !console.some((line) => /OSTree Finalize Staged Deployment|ostree-finalize-staged\.service/.test(line)) &&
+    console.filter((line) => /Booting `/.test(line)).length > 1
+  );
+}
 
 test('ostree-3392: with the fixes off, a power cut right after the deploy leaves the node unbootable', async (t) => {
-  const run = await runScenarioCli('ostree-3392');
+  let run = await runScenarioCli('ostree-3392');
+  if (lostFinalizeRace(run)) {
+    t.log('first run: ostree-finalize-staged.service never started before the reboot; once more');
+    t.deepEqual(leftoverDomains('ostree-3392'), []);
+    run = await runScenarioCli('ostree-3392-again', { file: `${repoRoot}scenarios/ostree-3392.yaml` });
+  }
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   const failure = run.events.find((e) => e.kind === 'guest.failure');
   t.regex(failure && 'reason' in failure ? failure.reason : '', /emergency mode|3392/);
@@ -15,4 +35,5 @@ test('ostree-3392: with the fixes off, a power cut right after the deploy leaves
   );
   t.deepEqual(bootedVersions(run.events), ['1']);
   t.deepEqual(leftoverDomains('ostree-3392'), []);
+  t.deepEqual(leftoverDomains('ostree-3392-again'), []);
 });
