@@ -27,7 +27,12 @@ const SLOW_STOP = {
   contents: [
     '[Unit]',
     'Description=devpivot test: keep the shutdown going after the staged deployment is written',
-    'Before=ostree-finalize-staged.service',
+    // No default dependencies (After=basic.target): ostree-finalize-staged.service is Before=basic.target, so that
+    // would be an ordering cycle, which systemd breaks at shutdown by dropping a stop job, sometimes finalize's.
+    'DefaultDependencies=no',
+    'After=local-fs.target',
+    'Conflicts=shutdown.target',
+    'Before=ostree-finalize-staged.service shutdown.target',
     'RequiresMountsFor=/boot',
     '[Service]',
     'Type=oneshot',
@@ -40,7 +45,7 @@ const SLOW_STOP = {
   ].join('\n'),
 };
 
-const PATH_RACE = 'ostree-finalize-staged.service never started before the reboot';
+const PATH_RACE = 'ostree-finalize-staged.service never ran before the reboot';
 
 /**
  * `withVm` with one more try, on a new VM, when the first lost ostree 2022.7's path-unit race (above): the window
@@ -74,10 +79,9 @@ async function powerLossAfterSwap(vm: FixtureVm) {
   );
   if (!/^fixture-boot-checkpoint: |Stopped/.test(finalized.line)) {
     const lines = await vm.lines();
-    // ostree 2022.7 has only ostree-finalize-staged.path start the finalize service (ostree 2025.x+ starts it from
-    // the deploy itself: _ostree_sysroot_ensure_finalize_staged_service, ostree 6bee4a08). pivot reboots ~1.5 s
-    // after staging; under TCG the reboot job can come first, the service never starts, nothing is finalized and
-    // v1 boots again. That is not the window these tests cut the power in: say so, so the test runs once more.
+    // Nothing was finalized and v1 boots again (images/README.md "Staged deployments": seen with an ordering cycle
+    // in SLOW_STOP, since fixed; the path unit losing to pivot's reboot is not ruled out). That is not the window
+    // these tests cut the power in: say so, so the test runs once more.
     const serviceRan = lines.some((line) =>
       /ostree-finalize-staged\.service|OSTree Finalize Staged Deployment/.test(line),
     );
