@@ -65,10 +65,8 @@ export async function mirrorOscontainer(
   const dest = parseReference(stripScheme(target));
   const copied = await copyImage(source, stripScheme(target), options);
   const client = new RegistryClient(dest.registry, { signal: options.signal, env: options.env });
-  return {
-    ...(await readOscontainer(client, dest.repository, copied.digest, source)),
-    pinned: `${dest.registry}/${dest.repository}@${copied.digest}`,
-  };
+  const { image } = await readOscontainer(client, dest.repository, copied.digest, source);
+  return { ...image, pinned: `${dest.registry}/${dest.repository}@${copied.digest}` };
 }
 
 /**
@@ -89,16 +87,17 @@ export async function resolveThroughCache(
   let digest = source.digest;
   if (!digest) {
     const url = new URL(upstream);
-    const remote = new RegistryClient(url.host, { ...options, insecure: url.protocol === 'http:' });
+    const remote = new RegistryClient(url.host, {
+      signal: options.signal,
+      env: options.env,
+      insecure: url.protocol === 'http:',
+    });
     digest = (await remote.getManifest(source.repository, source.tag ?? 'latest')).digest;
   }
   const dest = parseReference(`${stripScheme(cache)}@${digest}`);
   const client = new RegistryClient(dest.registry, { signal: options.signal, env: options.env });
-  const image = await readOscontainer(client, dest.repository, digest, upstreamRef);
+  const { image, manifest } = await readOscontainer(client, dest.repository, digest, upstreamRef);
   if (options.layers) {
-    const manifest = JSON.parse(
-      (await client.getManifest(dest.repository, digest)).bytes.toString('utf8'),
-    ) as ImageManifest;
     const total = manifest.layers.reduce((sum, layer) => sum + layer.size, 0);
     let done = 0;
     let shown = 0;
@@ -119,13 +118,13 @@ export async function resolveThroughCache(
   return { ...image, pinned: `${dest.registry}/${dest.repository}@${digest}` };
 }
 
-/** The oscontainer labels of `repository@digest` in `client`'s registry; `source` names it in errors. */
+/** The manifest and oscontainer labels of `repository@digest` in `client`'s registry; `source` names it in errors. */
 async function readOscontainer(
   client: RegistryClient,
   repository: string,
   digest: string,
   source: string,
-): Promise<Omit<PublishedImage, 'pinned'>> {
+): Promise<{ image: Omit<PublishedImage, 'pinned'>; manifest: ImageManifest }> {
   const manifest = JSON.parse((await client.getManifest(repository, digest)).bytes.toString('utf8')) as
     | ImageManifest
     | { manifests: unknown[] };
@@ -146,11 +145,12 @@ async function readOscontainer(
       exitCode: 2,
     });
   }
-  return {
+  const image: Omit<PublishedImage, 'pinned'> = {
     digest,
     commit,
     version: labels.version ?? labels['org.opencontainers.image.version'] ?? '',
     // ostree-ext's importer tests the label keys only (store.rs, bootc-dev/bootc 534c76ea).
     format: 'ostree.bootable' in labels || 'containers.bootc' in labels ? 'native' : 'legacy',
   };
+  return { image, manifest };
 }

@@ -86,13 +86,11 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
   let port = options.port ?? 0;
   /** The node ports: a server while listening, and the port to listen on again after stop(). */
   const nodes = new Map<string, { port: number; server: Server | undefined }>();
-  const nodePorts = new Map<string, number>();
   const listenNode = async (node: string, entry: { port: number; server: Server | undefined }) => {
     const next = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0 }, listener.forNode(node));
     await listen(next, entry.port, host);
     entry.server = next;
     entry.port = (next.address() as AddressInfo).port;
-    if (nodes.get(node) === entry) nodePorts.set(node, entry.port);
   };
   const close = (current: Server) =>
     new Promise<void>((resolve) => {
@@ -120,7 +118,9 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     get listening() {
       return server !== undefined;
     },
-    nodePorts,
+    get nodePorts() {
+      return new Map([...nodes].map(([node, entry]) => [node, entry.port]));
+    },
     async addNodePort(node: string, nodePort = 0) {
       const known = nodes.get(node);
       if (known) return known.port;
@@ -133,7 +133,6 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
         return nodes.get(node)!.port;
       }
       nodes.set(node, entry);
-      nodePorts.set(node, entry.port);
       return entry.port;
     },
     async start() {

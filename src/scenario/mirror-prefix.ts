@@ -25,28 +25,30 @@ export interface MirrorPrefix {
 
 export function readMirrorPrefix(r: DocumentReader, node: Node | null, what: string): MirrorPrefix {
   const text = r.string(node, what);
+  const parsed = parseMirrorPrefix(text, what);
+  if ('message' in parsed) r.fail(node, parsed.message, parsed.hint);
+  return parsed;
+}
+
+/** `text` as a mirror prefix, or what is wrong with it (`what` names it in the message). */
+export function parseMirrorPrefix(text: string, what: string): MirrorPrefix | { message: string; hint: string } {
   const example = 'like quay.io/openshift-release-dev';
-  if (text.includes('*')) r.fail(node, `${what} '${text}' has a wildcard`, `mirror whole namespaces, ${example}`);
+  const problem = (message: string, hint: string) => ({ message: `${what} '${text}' ${message}`, hint });
+  if (text.includes('*')) return problem('has a wildcard', `mirror whole namespaces, ${example}`);
   if (/[@]|:[^/]*$/.test(text.split('/').slice(1).join('/')))
-    r.fail(node, `${what} '${text}' names a tag or digest`, `a prefix is a repository namespace, ${example}`);
+    return problem('names a tag or digest', `a prefix is a repository namespace, ${example}`);
   const [host = '', ...path] = text.split('/');
   if (!DOMAIN.test(host) || !(host.includes('.') || host.includes(':') || host === 'localhost'))
-    r.fail(node, `${what} '${text}' does not start with a registry host`, example);
+    return problem('does not start with a registry host', example);
   if (path.length === 0 || (path.length === 1 && path[0] === ''))
-    r.fail(
-      node,
-      `${what} '${text}' names a whole registry`,
+    return problem(
+      'names a whole registry',
       `the embedded registry holds mirrored content under the prefix's path: name a namespace, ${example}`,
     );
   const bad = path.find((component) => !PATH_COMPONENT.test(component));
   if (bad !== undefined)
-    r.fail(
-      node,
-      `${what} '${text}' has an invalid path component '${bad}'`,
-      'lowercase letters and digits, joined by . _ __ or -',
-    );
-  if (path[0] === RESERVED)
-    r.fail(node, `${what} '${text}' uses the path '${RESERVED}/'`, "devpivot's own oscontainers live there");
+    return problem(`has an invalid path component '${bad}'`, 'lowercase letters and digits, joined by . _ __ or -');
+  if (path[0] === RESERVED) return problem(`uses the path '${RESERVED}/'`, "devpivot's own oscontainers live there");
   return { prefix: text, path: path.join('/') };
 }
 

@@ -10,10 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { loadFixture } from '../../src/images/fixture.js';
-import type { ImageManifest } from '../../src/oci/manifest.js';
-import { buildAndPush, RegistryClient } from '../../src/oscontainer/index.js';
+import { buildAndPush } from '../../src/oscontainer/index.js';
 import { repoRoot } from '../helpers/cli.js';
-import { type DockerRegistry, startDockerRegistry } from '../oscontainer/docker-registry.js';
+import { type DockerRegistry, imageBlobs, startDockerRegistry } from '../oscontainer/docker-registry.js';
 import { type CountingProxy, startCountingProxy } from '../registry/upstream.js';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
@@ -48,10 +47,7 @@ test.serial(
       commit: v2.commit,
       target: `${upstream.hostPort}/${REPOSITORY}:2`,
     });
-    const manifest = JSON.parse(
-      (await new RegistryClient(upstream.hostPort).getManifest(REPOSITORY, pushed.digest)).bytes.toString('utf8'),
-    ) as ImageManifest;
-    const blobs = [manifest.config.digest, ...manifest.layers.map((layer) => layer.digest)];
+    const { manifest, blobs } = await imageBlobs(upstream.hostPort, REPOSITORY, pushed.digest);
 
     const shipped = await readFile(`${repoRoot}scenarios/early-pivot-three-nodes.yaml`, 'utf8');
     t.regex(shipped, /upstream: http:\/\/127\.0\.0\.1:5999\n/);
@@ -83,6 +79,18 @@ test.serial(
     t.deepEqual(
       stored.sort(),
       [...blobs.map((digest) => `blob ${digest} stored`), `manifest ${pushed.digest} stored`].sort(),
+    );
+    // prefetch: false: nothing was copied ahead, every layer reached the cache after the nodes had started.
+    const started = run.events.findIndex((e) => e.kind === 'vm.started');
+    for (const layer of manifest.layers) {
+      const fetched = run.events.findIndex(
+        (e) => e.kind === 'registry.upstream' && e.what === 'blob' && e.digest === layer.digest,
+      );
+      t.true(started >= 0 && fetched > started, `${layer.digest} fetched upstream after the nodes started`);
+    }
+    t.false(
+      run.events.some((e) => e.kind === 'image.pulled'),
+      'nothing pulled ahead',
     );
     // ...yet every layer reached all three guests whole, from the embedded registry.
     for (const layer of manifest.layers) {

@@ -10,10 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { loadFixture } from '../../src/images/fixture.js';
-import type { ImageManifest } from '../../src/oci/manifest.js';
-import { buildAndPush, RegistryClient } from '../../src/oscontainer/index.js';
+import { buildAndPush } from '../../src/oscontainer/index.js';
 import { repoRoot } from '../helpers/cli.js';
-import { type DockerRegistry, startDockerRegistry } from '../oscontainer/docker-registry.js';
+import { type DockerRegistry, imageBlobs, startDockerRegistry } from '../oscontainer/docker-registry.js';
 import { type CountingProxy, startCountingProxy } from '../registry/upstream.js';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
@@ -66,12 +65,17 @@ test.serial('mirror: the guest pulls quay.io/openshift-release-dev/… by digest
     proxy.requests.includes('GET /v2/openshift-release-dev/devpivot-fixture/manifests/2'),
     proxy.requests.join('\n'),
   );
-  const manifest = JSON.parse(
-    (await new RegistryClient(upstream.hostPort).getManifest(REPOSITORY, pushed.digest)).bytes.toString('utf8'),
-  ) as ImageManifest;
-  const blobs = [manifest.config.digest, ...manifest.layers.map((layer) => layer.digest)];
+  const { manifest, blobs } = await imageBlobs(upstream.hostPort, REPOSITORY, pushed.digest);
   const blobGets = proxy.requests.filter((r) => r.startsWith(`GET /v2/${REPOSITORY}/blobs/`));
   t.deepEqual([...blobGets].sort(), blobs.map((digest) => `GET /v2/${REPOSITORY}/blobs/${digest}`).sort());
   t.true(proxy.requests.every((r) => / \/v2\//.test(r)));
+  // Prefetched (the default): every layer was in the cache before the node started.
+  const started = run.events.findIndex((e) => e.kind === 'vm.started');
+  for (const layer of manifest.layers) {
+    const fetched = run.events.findIndex(
+      (e) => e.kind === 'registry.upstream' && e.what === 'blob' && e.digest === layer.digest,
+    );
+    t.true(fetched >= 0 && fetched < started, `${layer.digest} fetched upstream before the node started`);
+  }
   t.deepEqual(leftoverDomains('mirror'), []);
 });

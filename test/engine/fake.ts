@@ -1,5 +1,8 @@
-import type { EventBus } from '../../src/core/bus.js';
+import { EventBus } from '../../src/core/bus.js';
 import type { Deps, FixtureArtifacts, IgnitionRequest, RegistryHandle } from '../../src/engine/deps.js';
+import { type RunResult, runScenario } from '../../src/engine/engine.js';
+import { localEnvironment, type ScenarioEnvironment } from '../../src/scenario/environment.js';
+import { parseScenario } from '../../src/scenario/parse.js';
 import type { NodeSpec, VmHost, VmNode } from '../../src/vm/host.js';
 
 /**
@@ -269,4 +272,28 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
     },
   };
   return world;
+}
+
+/**
+ * Run scenario text to its end on `world`'s fakes: parsed against a fixture with versions 1 and 2 (both with
+ * disks) unless `env` says otherwise, a fresh bus unless one is given, nothing kept.
+ */
+export function runFakeScenario(
+  world: FakeWorld,
+  text: string,
+  options: { bus?: EventBus; env?: ScenarioEnvironment } = {},
+): Promise<RunResult> {
+  return runScenario({
+    scenario: parseScenario(
+      text,
+      '/tmp/devpivot-test.yaml',
+      options.env ?? localEnvironment({ fixture: { versions: ['1', '2'], bootable: ['1', '2'] } }),
+    ),
+    deps: world.deps,
+    bus: options.bus ?? new EventBus(),
+    signal: new AbortController().signal,
+    keep: false,
+    stateDir: '/tmp/devpivot-test-state',
+    cacheDir: '/tmp/devpivot-test-cache',
+  });
 }

@@ -2,11 +2,8 @@
 import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import type { LoopbackRegistryOptions } from '../../src/engine/deps.js';
-import { runScenario } from '../../src/engine/engine.js';
 import { mirroredPull, underPaths } from '../../src/engine/mirror.js';
-import { localEnvironment } from '../../src/scenario/environment.js';
-import { parseScenario } from '../../src/scenario/parse.js';
-import { fakeDeps } from './fake.js';
+import { fakeDeps, runFakeScenario } from './fake.js';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 const MIRROR = {
@@ -63,19 +60,7 @@ nodes:
 steps:
   - up
 `;
-  const result = await runScenario({
-    scenario: parseScenario(
-      text,
-      '/tmp/mirror.yaml',
-      localEnvironment({ fixture: { versions: ['1', '2'], bootable: ['1', '2'] } }),
-    ),
-    deps: world.deps,
-    bus: new EventBus(),
-    signal: new AbortController().signal,
-    keep: false,
-    stateDir: '/tmp/devpivot-test-state',
-    cacheDir: '/tmp/devpivot-test-cache',
-  });
+  const result = await runFakeScenario(world, text);
   t.is(result.exitCode, 0);
   t.deepEqual(started[0]?.pullThrough, { upstream: 'http://127.0.0.1:5999', paths: ['openshift-release-dev'] });
   // Filled by reading through the cache (layers too), not by a copy: the cache answers HEADs from the upstream.
@@ -94,7 +79,7 @@ steps:
   t.regex(n2?.image ?? '', /^10\.0\.2\.2:\d+\/devpivot\/local@sha256:/, 'a built oscontainer keeps its devpivot name');
 });
 
-test('prefetch: false: nothing is copied ahead; the tag is resolved through the cache and the guest pins it', async (t) => {
+test('prefetch: false: nothing is copied ahead; the image is resolved through the cache and the guest pins it', async (t) => {
   const world = fakeDeps();
   const text = `registry:
   mirror: [quay.io/openshift-release-dev]
@@ -113,19 +98,7 @@ steps:
   bus.subscribe((event) => {
     if (event.kind === 'log') logs.push(event.message);
   });
-  const result = await runScenario({
-    scenario: parseScenario(
-      text,
-      '/tmp/mirror.yaml',
-      localEnvironment({ fixture: { versions: ['1', '2'], bootable: ['1', '2'] } }),
-    ),
-    deps: world.deps,
-    bus,
-    signal: new AbortController().signal,
-    keep: false,
-    stateDir: '/tmp/devpivot-test-state',
-    cacheDir: '/tmp/devpivot-test-cache',
-  });
+  const result = await runFakeScenario(world, text, { bus });
   t.is(result.exitCode, 0);
   t.deepEqual(world.resolves, [
     {

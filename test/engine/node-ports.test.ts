@@ -4,31 +4,15 @@
  * image), and its guest filter lets it reach only that port. An external registry is one address for every node.
  */
 import test from 'ava';
-import { EventBus } from '../../src/core/bus.js';
-import { runScenario } from '../../src/engine/engine.js';
-import { localEnvironment } from '../../src/scenario/environment.js';
-import { parseScenario } from '../../src/scenario/parse.js';
 import { qemuSide, SYN, tcp } from '../vm/frames.js';
-import { type FakeOptions, type FakeWorld, fakeDeps } from './fake.js';
+import { type FakeOptions, type FakeWorld, fakeDeps, runFakeScenario } from './fake.js';
 
 const MAIN = 45678;
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 
 async function run(text: string, options: FakeOptions = {}): Promise<{ world: FakeWorld; ok: boolean }> {
   const world = fakeDeps(options);
-  const result = await runScenario({
-    scenario: parseScenario(
-      text,
-      '/tmp/node-ports.yaml',
-      localEnvironment({ fixture: { versions: ['1', '2'], bootable: ['1', '2'] } }),
-    ),
-    deps: world.deps,
-    bus: new EventBus(),
-    signal: new AbortController().signal,
-    keep: false,
-    stateDir: '/tmp/devpivot-test-state',
-    cacheDir: '/tmp/devpivot-test-cache',
-  });
+  const result = await runFakeScenario(world, text);
   return { world, ok: result.ok };
 }
 

@@ -3,23 +3,12 @@
  * target written as a pullspec, the copy in the embedded registry, pinned by digest at 10.0.2.2.
  */
 import test from 'ava';
-import { EventBus } from '../../src/core/bus.js';
-import { runScenario } from '../../src/engine/engine.js';
 import { localEnvironment } from '../../src/scenario/environment.js';
-import { parseScenario } from '../../src/scenario/parse.js';
-import { fakeDeps } from './fake.js';
+import { fakeDeps, runFakeScenario } from './fake.js';
 
 async function prepared(text: string) {
   const world = fakeDeps();
-  const result = await runScenario({
-    scenario: parseScenario(text, '/tmp/test.yaml', localEnvironment()),
-    deps: world.deps,
-    bus: new EventBus(),
-    signal: new AbortController().signal,
-    keep: false,
-    stateDir: '/tmp/devpivot-test-state',
-    cacheDir: '/tmp/devpivot-test-cache',
-  });
+  const result = await runFakeScenario(world, text, { env: localEnvironment() });
   return { world, result };
 }
 

@@ -121,10 +121,7 @@ test('--mco-image off the mcd driver, --mirror without a registry or with a whol
     [['--driver', 'legacy', '--mco-image', IMAGE], /--mco-image applies to --driver mcd only/],
     [['--driver', 'mcd'], /the mcd driver needs an MCO image[\s\S]*--mco-image/],
     [['--mirror', 'quay.io/ns'], /--mirror needs the registry that serves the mirrored content/],
-    [
-      ['--mirror', 'quay.io', '--insecure-registry', '10.0.2.2:5000'],
-      /--mirror 'quay\.io' is not a repository namespace/,
-    ],
+    [['--mirror', 'quay.io', '--insecure-registry', '10.0.2.2:5000'], /--mirror 'quay\.io' names a whole registry/],
   ];
   for (const [args, expected] of cases) {
     const result = await runCli(['ignition', '--image', IMAGE, ...args]);

@@ -7,6 +7,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freeLoopbackPort } from '../../src/core/free-port.js';
+import type { ImageManifest } from '../../src/oci/manifest.js';
+import { RegistryClient } from '../../src/oscontainer/index.js';
 
 export interface DockerRegistry {
   hostPort: string;
@@ -82,4 +84,15 @@ export async function startDockerRegistry(auth: RegistryAuth = {}): Promise<Dock
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The image manifest of `repository@digest` in a registry on this host, and its blobs (config, then layers). */
+export async function imageBlobs(
+  hostPort: string,
+  repository: string,
+  digest: string,
+): Promise<{ manifest: ImageManifest; blobs: string[] }> {
+  const fetched = await new RegistryClient(hostPort).getManifest(repository, digest);
+  const manifest = JSON.parse(fetched.bytes.toString('utf8')) as ImageManifest;
+  return { manifest, blobs: [manifest.config.digest, ...manifest.layers.map((layer) => layer.digest)] };
 }

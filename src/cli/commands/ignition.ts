@@ -5,6 +5,7 @@ import { generateIgnition, serializeIgnition } from '../../ignition/generate.js'
 import { parseSpecVersion } from '../../ignition/spec.js';
 import { assertValidIgnition } from '../../ignition/validate.js';
 import { parseReference } from '../../oci/reference.js';
+import { type MirrorPrefix, parseMirrorPrefix } from '../../scenario/mirror-prefix.js';
 import type { Command } from '../command.js';
 
 async function readUserFile(path: string, what: string): Promise<string> {
@@ -24,15 +25,11 @@ async function sshKey(value: string): Promise<string> {
   return (await readUserFile(value, 'ssh public key')).trim();
 }
 
-/** `--mirror PREFIX`: a repository namespace, held by the mirror registry under the same path. */
-function mirrorPrefix(prefix: string): { prefix: string; path: string } {
-  const [host = '', ...path] = prefix.split('/');
-  if (!/[.:]|^localhost$/.test(host) || path.length === 0 || path.some((part) => part === '') || /[@*]/.test(prefix))
-    throw new UsageError(
-      `--mirror '${prefix}' is not a repository namespace`,
-      'name a registry host and a path, like quay.io/openshift-release-dev',
-    );
-  return { prefix, path: path.join('/') };
+/** `--mirror PREFIX`: a repository namespace, checked as a scenario's `registry.mirror` prefix is. */
+function mirrorPrefix(prefix: string): MirrorPrefix {
+  const parsed = parseMirrorPrefix(prefix, '--mirror');
+  if ('message' in parsed) throw new UsageError(parsed.message, parsed.hint);
+  return parsed;
 }
 
 export const command: Command = {
