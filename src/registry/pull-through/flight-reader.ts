@@ -16,9 +16,12 @@ async function openEither(flight: BlobFlight): Promise<FileHandle> {
   try {
     return await open(flight.temp, 'r');
   } catch (error) {
-    // Renamed into the pool between the lookup and the open: the same bytes, verified.
-    if (isMissing(error) && flight.state === 'done') return open(flight.final, 'r');
-    throw error;
+    if (!isMissing(error)) throw error;
+    // The temp file is gone: renamed into the pool (the flight is then linking it, or done) or deleted after a
+    // failure. Which one is only known when the flight ends; a small blob often gets here before that.
+    await flight.finished;
+    if (flight.state === 'done') return open(flight.final, 'r');
+    throw flight.error ?? error;
   }
 }
 

@@ -81,11 +81,14 @@ export class PullThrough {
     res: ServerResponse,
     onSent: (sent: number) => void,
   ): Promise<boolean> {
-    if (await this.store.blobs.has(digest)) {
+    // The map first, the pool second, the map again: a flight leaves the map only after its blob is in the pool,
+    // so a blob is either found in one of them or was never fetched (no second upstream GET for a late client).
+    let pending = this.#flights.get(digest);
+    if (!pending && (await this.store.blobs.has(digest))) {
       await this.store.repositories.linkBlob(repository, digest);
       return false;
     }
-    let pending = this.#flights.get(digest);
+    pending ??= this.#flights.get(digest);
     if (!pending) {
       pending = this.#startFlight(repository, digest);
       this.#flights.set(digest, pending);
