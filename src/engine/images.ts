@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { EventBus } from '../core/bus.js';
 import { DevpivotError, ExitCode } from '../core/errors.js';
 import type { ImageSource } from '../scenario/types.js';
 import type { FixtureArtifacts } from './deps.js';
+import { downloadImage } from './image-download.js';
 
 /** The version entry of the fixture for `fixture:N`, or a set-up error naming the versions there are. */
 export function fixtureVersion(fixture: FixtureArtifacts, version: string) {
@@ -24,7 +25,7 @@ export function fixtureVersion(fixture: FixtureArtifacts, version: string) {
 export async function resolveImage(
   name: string,
   source: ImageSource,
-  context: { fixture: () => Promise<FixtureArtifacts>; cacheDir: string; signal: AbortSignal },
+  context: { fixture: () => Promise<FixtureArtifacts>; cacheDir: string; signal: AbortSignal; bus?: EventBus },
 ): Promise<string> {
   switch (source.kind) {
     case 'fixture': {
@@ -64,29 +65,16 @@ export async function resolveImage(
         // not cached yet
       }
       await mkdir(join(context.cacheDir, 'images'), { recursive: true });
-      const partial = `${target}.partial`;
-      try {
-        const response = await fetch(source.url, { signal: context.signal });
-        if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
-        await pipeline(Readable.fromWeb(response.body as never), createWriteStream(partial), {
-          signal: context.signal,
-        });
-        await verify(name, partial, source.sha256, context.signal);
-        await rename(partial, target);
-        return target;
-      } catch (error) {
-        await rm(partial, { force: true });
-        if (error instanceof DevpivotError) throw error;
-        throw new DevpivotError(
-          'IMAGE_DOWNLOAD',
-          `image '${name}': cannot download ${source.url}: ${(error as Error).message}`,
-          {
-            hint: 'check the URL, or download it yourself and use { path, sha256 }',
-            exitCode: ExitCode.usage,
-            cause: error,
-          },
-        );
-      }
+      await downloadImage({
+        name,
+        url: source.url,
+        sha256: source.sha256,
+        target,
+        signal: context.signal,
+        onProgress: (done, total) =>
+          context.bus?.emit({ kind: 'image.progress', ref: name, phase: 'download', done, total }),
+      });
+      return target;
     }
   }
 }

@@ -106,6 +106,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
         fixture: () => loadFixture(context, world),
         cacheDir: context.cacheDir,
         signal,
+        bus,
       }),
     );
     world.diskOf.set(def.image, disk);

@@ -140,7 +140,7 @@ function NodeRow({
         {node.progress
           ? ` ${bar(node.progress.sent, node.progress.total)} ${percent(node.progress.sent, node.progress.total)}%`
           : ''}
-        {`  reboots ${Math.max(0, node.boots - 1)}`}
+        {`  reboots ${node.reboots}`}
         {node.startedAt ? `  ${formatClock(clock - node.startedAt)}` : ''}
       </Text>
       {node.failure && <Text color="red">{`    ${truncate(node.failure, 110)}`}</Text>}
@@ -187,6 +187,7 @@ function Summary({ state }: { state: ViewState }) {
       {failed.map((step) => (
         <Text key={step.index} color="red">{`  ${step.name}: ${step.error ?? 'failed'}`}</Text>
       ))}
+      {/* The count `assert: reboots` checks: boots the guest reported, less one. */}
       {state.nodes.map((node) => (
         <Text
           key={node.name}

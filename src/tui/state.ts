@@ -18,6 +18,8 @@ export interface NodeView {
    */
   progress?: { sent: number; total: number };
   boots: number;
+  /** Reboots and restarts seen from the host (vm.reboot, a start after a stop): counted when they happen. */
+  reboots: number;
   startedAt?: number;
   failure?: string;
   console: string[];
@@ -65,6 +67,7 @@ export function initialView(scenario: Scenario): ViewState {
       phase: 'waiting',
       ...(node.pivot ? { target: node.pivot } : {}),
       boots: 0,
+      reboots: 0,
       console: [],
     })),
     steps: stepNames(scenario).map((name, index) => ({ index, name, status: 'pending' })),
@@ -121,8 +124,8 @@ function onEvent(state: ViewState, event: Stamped): ViewState {
     case 'step.start':
       return updateStep(state, event.index, (step) => ({ ...step, status: 'running' }));
     case 'step.pass':
-      // Set-up chatter (builds, pushes) ends with the prepare step.
-      return updateStep(event.index === 0 ? { ...state, activity: undefined } : state, event.index, (step) => ({
+      // Set-up chatter (builds, pushes, a disk upload) ends with the step that made it.
+      return updateStep({ ...state, activity: undefined }, event.index, (step) => ({
         ...step,
         status: 'passed',
         ms: event.ms,
@@ -137,14 +140,17 @@ function onEvent(state: ViewState, event: Stamped): ViewState {
     case 'vm.defined':
       return updateNode(state, event.node, (node) => ({ ...node, phase: 'defined' }));
     case 'vm.started':
-      return updateNode(state, event.node, (node) => ({
+      // A boot begins: the disk upload that preceded it is over, so its set-up line goes.
+      return updateNode({ ...state, activity: undefined }, event.node, (node) => ({
         ...node,
         phase: 'booting',
+        // A second start is a restart (power loss, crash): it counts like a reboot.
+        reboots: node.startedAt === undefined ? node.reboots : node.reboots + 1,
         startedAt: node.startedAt ?? event.at,
         failure: undefined,
       }));
     case 'vm.reboot':
-      return updateNode(state, event.node, (node) => ({ ...node, phase: 'rebooting' }));
+      return updateNode(state, event.node, (node) => ({ ...node, phase: 'rebooting', reboots: node.reboots + 1 }));
     case 'vm.stopped':
       return updateNode(state, event.node, (node) => ({ ...node, phase: 'stopped' }));
     case 'vm.crashed':
@@ -152,6 +158,8 @@ function onEvent(state: ViewState, event: Stamped): ViewState {
     case 'vm.console':
       return updateNode(state, event.node, (node) => ({
         ...node,
+        // libvirt's reboot event comes at the reset: what the console prints after it is the next boot.
+        ...(node.phase === 'rebooting' ? { phase: 'booting' } : {}),
         console: [...node.console.slice(-(CONSOLE_LINES - 1)), event.line],
       }));
     case 'guest.ignition':

@@ -70,6 +70,45 @@ test('a pivot folds into phases, versions, reboots and progress', (t) => {
   t.deepEqual(after.done, { ok: false, ms: 9000 });
 });
 
+test('a reboot counts on vm.reboot; the next boot shows as booting once its console prints', (t) => {
+  const staged = fold([
+    { kind: 'vm.started', node: 'a', domain: 'd' },
+    { kind: 'guest.booted', node: 'a', bootId: 'b1', version: '1', commit: 'c1' },
+    { kind: 'guest.pivot', node: 'a', phase: 'staged', target: 'x' },
+    { kind: 'vm.reboot', node: 'a', domain: 'd' },
+  ]);
+  t.like(staged.nodes[0], { phase: 'rebooting', reboots: 1, boots: 1 }, 'counted before the new boot reports');
+  const printing = fold([{ kind: 'vm.console', node: 'a', line: 'Linux version 6.1.0' }], staged);
+  t.like(printing.nodes[0], { phase: 'booting', reboots: 1 });
+  const booted = fold(
+    [
+      { kind: 'guest.booted', node: 'a', bootId: 'b2', version: '2', commit: 'c2' },
+      { kind: 'vm.console', node: 'a', line: 'login:' },
+    ],
+    printing,
+  );
+  t.like(booted.nodes[0], { phase: 'booted', reboots: 1, boots: 2 }, 'a booted node stays booted as it prints');
+  const restarted = fold(
+    [
+      { kind: 'vm.stopped', node: 'a', domain: 'd', reason: 'destroyed' },
+      { kind: 'vm.started', node: 'a', domain: 'd' },
+    ],
+    booted,
+  );
+  t.like(restarted.nodes[0], { phase: 'booting', reboots: 2 }, 'a restart after a power loss counts too');
+});
+
+test('set-up activity goes when its step passes or a node starts booting (a disk upload at 100%)', (t) => {
+  const uploading = fold([
+    { kind: 'step.pass', index: 0, name: 'prepare', ms: 1 },
+    { kind: 'step.start', index: 1, name: 'up' },
+    { kind: 'image.progress', ref: 'node1.qcow2', phase: 'upload', done: 100, total: 100 },
+  ]);
+  t.is(uploading.activity, 'upload node1.qcow2 100%');
+  t.is(fold([{ kind: 'vm.started', node: 'a', domain: 'd' }], uploading).activity, undefined);
+  t.is(fold([{ kind: 'step.pass', index: 1, name: 'up', ms: 1 }], uploading).activity, undefined);
+});
+
 test('failures, console tail, selection and keys', (t) => {
   let view = fold([
     ...Array.from({ length: 20 }, (_, i): DevpivotEvent => ({ kind: 'vm.console', node: 'b', line: `line ${i}` })),
