@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PROGRESS, runWithProgress } from './run-with-progress.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const started = Date.now();
@@ -54,21 +55,22 @@ function fail(message, hint) {
 const isRoot = process.getuid?.() === 0;
 const hasSudo = !isRoot && spawnSync('sudo', ['-n', 'true'], { stdio: 'ignore' }).status === 0;
 
-/** Run a command that needs root: directly as root, through passwordless sudo, or fail naming the command. */
-function asRoot(command, args, what) {
+/**
+ * Run a command that needs root: directly as root, through passwordless sudo, or fail naming the command. Its
+ * progress lines (PROGRESS[tool]) are printed as they come; on failure, its last lines.
+ */
+async function asRoot(command, args, what, show) {
   const printable = [command, ...args].join(' ');
   if (!isRoot && !hasSudo)
     fail(`${what} needs root, and this user is not root and has no passwordless sudo`, `run as root: ${printable}`);
   const [file, argv] = isRoot ? [command, args] : ['sudo', ['-n', command, ...args]];
-  const result = spawnSync(file, argv, {
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const result = await runWithProgress(file, argv, {
+    show,
+    print: (line) => say(`  ${line}`),
     env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    encoding: 'utf8',
   });
-  if (result.status !== 0) {
-    const tail = `${result.stdout}\n${result.stderr}`.trim().split('\n').slice(-15).join('\n');
-    fail(`${what} failed (${printable}):\n${tail}`, `fix the cause above, then rerun: npm run setup`);
-  }
+  if (result.status !== 0)
+    fail(`${what} failed (${printable}):\n${result.tail.join('\n')}`, `fix the cause above, then rerun: npm run setup`);
 }
 
 function missingPackages() {
@@ -84,15 +86,20 @@ function missingPackages() {
   return PACKAGES.filter((name) => !installed.has(name));
 }
 
-function ensurePackages() {
+async function ensurePackages() {
   if (!existsSync('/usr/bin/dpkg-query')) {
     fail('this is not a Debian-based system (no dpkg-query)', `install the equivalents of: ${PACKAGES.join(' ')}`);
   }
   const missing = missingPackages();
   if (missing.length === 0) return;
   say(`installing Debian packages: ${missing.join(' ')}`);
-  asRoot('apt-get', ['update', '-q'], 'apt-get update');
-  asRoot('apt-get', ['install', '-y', '-q', '--no-install-recommends', ...missing], 'apt-get install');
+  await asRoot('apt-get', ['update', '-q'], 'apt-get update', () => null);
+  await asRoot(
+    'apt-get',
+    ['install', '-y', '-q', '--no-install-recommends', ...missing],
+    'apt-get install',
+    PROGRESS.apt,
+  );
 }
 
 function pidAlive(pidFile) {
@@ -145,15 +152,21 @@ function newestUnder(dir) {
   return newest;
 }
 
-function ensureNodeModules() {
+async function ensureNodeModules() {
   const marker = join(root, 'node_modules', '.package-lock.json');
   if (existsSync(marker) && mtime(marker) >= mtime(join(root, 'package-lock.json'))) return;
   say('installing npm dependencies (npm ci)');
-  const result = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], {
+  // --loglevel http: one line per request, which PROGRESS.npm turns into a count.
+  const result = await runWithProgress('npm', ['ci', '--no-audit', '--no-fund', '--loglevel', 'http'], {
     cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
+    show: PROGRESS.npm(),
+    print: (line) => say(`  ${line}`),
   });
-  if (result.status !== 0) fail('npm ci failed', 'check network access to the npm registry, then rerun: npm run setup');
+  if (result.status !== 0)
+    fail(
+      `npm ci failed:\n${result.tail.join('\n')}`,
+      'check network access to the npm registry, then rerun: npm run setup',
+    );
 }
 
 function ensureBuilt() {
@@ -182,9 +195,9 @@ function ensureFixtureImages() {
   if (result.status !== 0) fail('building the fixture images failed', 'see the output above; rerun: npm run setup');
 }
 
-ensurePackages();
+await ensurePackages();
 ensureDaemons();
-ensureNodeModules();
+await ensureNodeModules();
 ensureBuilt();
 ensureFixtureImages();
 const ms = Date.now() - started;
