@@ -2,7 +2,7 @@
 // Set-up for a fresh Debian 12 machine, run before `npm start` and `npm test`. Zero dependencies: it runs before
 // node_modules exists. Idempotent; prints one line per action it takes; quiet and fast when all is in place.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PROGRESS, runWithProgress } from './run-with-progress.mjs';
@@ -33,6 +33,7 @@ const PACKAGES = [
   'udev',
   'passwd',
   'openssh-client',
+  'openssh-server', // the sshd on 127.0.0.1 the remote-host tests log in to (started by them, never as a service)
   'fdisk',
   'e2fsprogs',
   'cpio',
@@ -93,6 +94,21 @@ async function ensurePackages() {
   const missing = missingPackages();
   if (missing.length === 0) return;
   say(`installing Debian packages: ${missing.join(' ')}`);
+  // Without systemd, a package's maintainer script would start its service through invoke-rc.d (openssh-server: an
+  // sshd on every address). policy-rc.d answering 101 forbids that; ours lives only during the install.
+  const policy = '/usr/sbin/policy-rc.d';
+  const ownPolicy = isRoot && !existsSync(policy);
+  if (ownPolicy)
+    writeFileSync(policy, '#!/bin/sh\n# devpivot set-up: no service starts during apt-get install\nexit 101\n', {
+      mode: 0o755,
+    });
+  const removePolicy = () => ownPolicy && rmSync(policy, { force: true });
+  process.once('exit', removePolicy); // fail() exits from inside the install
+  await installPackages(missing);
+  removePolicy();
+}
+
+async function installPackages(missing) {
   await asRoot('apt-get', ['update', '-q'], 'apt-get update', () => null);
   await asRoot(
     'apt-get',

@@ -146,6 +146,10 @@ const CATALOG = {
     title: 'The session has no ssh key',
     hint: 'devpivot gives nodes a key when it creates them: start them with devpivot up or run --keep',
   },
+  SSH_TUNNEL_FAILED: {
+    title: 'The ssh reverse tunnel to the remote libvirt host could not be opened',
+    hint: 'check that `ssh` with the URI’s user, host, port and keyfile logs in without a password (BatchMode)',
+  },
   SSH_NO_FORWARD: {
     title: 'The node has no ssh port forward',
     hint: 'nodes created by this version of devpivot have one (see devpivot ps); create the node again',

@@ -1,0 +1,117 @@
+/**
+ * Make servers on this machine's loopback reachable on a remote libvirt host's loopback, where its user-mode guests
+ * see them as 10.0.2.2:PORT: one `ssh -N` with a remote forward per local port, the remote port chosen there
+ * (`-R 127.0.0.1:0:127.0.0.1:LOCAL`: ssh logs "Allocated port N for remote forward to HOST:PORT", OpenSSH ssh.c
+ * ssh_confirm_remote_forward).
+ *
+ * Guarantees: `open` resolves only when every forward has its remote port, and rejects with SSH_TUNNEL_FAILED
+ * (ssh's last lines) if ssh exits or 20 s pass first; ExitOnForwardFailure makes a refused forward an exit. `close`
+ * ends the one ssh process this module started and waits for it. A tunnel that dies later is reported through
+ * `onExit`: the pivot through it would stall, the caller fails the run instead.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { DevpivotError } from '../../core/errors.js';
+import { type SshDestination, sshOptionsOf } from './ssh-destination.js';
+
+export interface ReverseTunnel {
+  /** Local port → the port on the remote host's loopback that reaches it. */
+  readonly remotePorts: ReadonlyMap<number, number>;
+  /** ssh's process id (ours alone to end). */
+  readonly pid: number;
+  close(): Promise<void>;
+}
+
+export interface TunnelOptions {
+  destination: SshDestination;
+  localPorts: number[];
+  signal?: AbortSignal;
+  /** How long ssh may take to log in and allocate every port (default 20 s). */
+  timeoutMs?: number;
+  /** Called if ssh exits while the tunnel is open (not after `close`). */
+  onExit?: (reason: string) => void;
+}
+
+const ALLOCATED = /^Allocated port (\d+) for remote forward to [^:]+:(\d+)/;
+
+export function openReverseTunnel(options: TunnelOptions): Promise<ReverseTunnel> {
+  const { destination, localPorts } = options;
+  const args = [
+    '-N',
+    '-T',
+    '-o',
+    'ExitOnForwardFailure=yes',
+    '-o',
+    'ServerAliveInterval=10',
+    '-o',
+    'ServerAliveCountMax=3',
+    ...sshOptionsOf(destination),
+    ...localPorts.flatMap((port) => ['-R', `127.0.0.1:0:127.0.0.1:${port}`]),
+    destination.host,
+  ];
+  const child = spawn('ssh', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const remotePorts = new Map<number, number>();
+  const lines: string[] = [];
+  let closing = false;
+  let opened = false;
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+
+  return new Promise<ReverseTunnel>((resolve, reject) => {
+    const fail = (why: string) => {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      reject(
+        new DevpivotError(
+          'SSH_TUNNEL_FAILED',
+          `ssh to ${destination.user ? `${destination.user}@` : ''}${destination.host} for a reverse tunnel: ${why}${lines.length ? `\n${lines.slice(-8).join('\n')}` : ''}`,
+        ),
+      );
+    };
+    const onAbort = () => fail('cancelled');
+    const timer = setTimeout(
+      () => fail(`no remote port after ${(options.timeoutMs ?? 20_000) / 1000} s`),
+      options.timeoutMs ?? 20_000,
+    );
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    let rest = '';
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (text: string) => {
+      const parts = (rest + text).split(/\r?\n/);
+      rest = parts.pop() ?? '';
+      for (const line of parts) {
+        const match = ALLOCATED.exec(line);
+        if (match) remotePorts.set(Number(match[2]), Number(match[1]));
+        else if (line.trim()) lines.push(line.trim());
+      }
+      if (!opened && localPorts.every((port) => remotePorts.has(port))) {
+        opened = true;
+        clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+        resolve(tunnel(child, remotePorts, exited, () => (closing = true)));
+      }
+    });
+    child.once('error', (error) => fail(error.message));
+    child.once('close', (code, signal) => {
+      const why = `ssh exited (${signal ?? `status ${code}`})`;
+      if (!opened) fail(why);
+      else if (!closing) options.onExit?.(`${why}${lines.length ? `: ${lines.at(-1)}` : ''}`);
+    });
+  });
+}
+
+function tunnel(
+  child: ChildProcess,
+  remotePorts: Map<number, number>,
+  exited: Promise<void>,
+  markClosing: () => void,
+): ReverseTunnel {
+  return {
+    remotePorts,
+    pid: child.pid!,
+    async close() {
+      markClosing();
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
