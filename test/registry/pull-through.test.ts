@@ -97,6 +97,23 @@ test.serial(
     t.is(embedded.listener.pullThrough?.stats.blobFetches, 1);
     t.deepEqual(fetches(layer.digest), [`stored ${layer.size}`], 'one registry.upstream event for the shared fetch');
     t.true(await embedded.store.hasBlob(layer.digest));
+    // Each client's response reports progress while it streams from the upstream: one series per client (by its
+    // address), increasing, ending once with the whole blob.
+    const series = new Map<string, number[]>();
+    for (const e of events)
+      if (e.kind === 'blob.progress' && e.digest === layer.digest)
+        series.set(e.client, [...(series.get(e.client) ?? []), e.sent]);
+    t.is(series.size, 5, 'a series per client');
+    for (const sent of series.values()) {
+      t.deepEqual(
+        sent,
+        [...sent].sort((a, b) => a - b),
+        'increasing',
+      );
+      t.is(sent.at(-1), layer.size);
+      t.is(sent.filter((n) => n === layer.size).length, 1, 'exactly one final event');
+      t.true(sent.length >= 2, `progress while the upstream was slow: ${sent.join(' ')}`);
+    }
     const again = await run('curl', ['-sS', '-f', '-o', outputs[0]!, `${embedded.url}${blobPath('os', layer.digest)}`]);
     t.is(again.code, 0);
     t.is(proxy.count('GET', blobPath('os', layer.digest)), 1, 'served from the store the second time');

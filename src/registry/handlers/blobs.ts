@@ -2,6 +2,7 @@ import { sendBlob } from '../blob-stream.js';
 import { parseDigest } from '../digest.js';
 import { blobUnknown, RegistryError } from '../errors.js';
 import { type RequestContext, send } from './context.js';
+import { emitBlobProgress } from './progress.js';
 import { pullBlob } from './pull-through.js';
 
 /** Parse a single `Range: bytes=a-b` (RFC 9110 §14.1.2). Multi-range and malformed headers are ignored (200). */
@@ -27,7 +28,9 @@ function parseRange(
 /**
  * `GET`/`HEAD /v2/<name>/blobs/<digest>` (spec "Pulling blobs"), with single ranges and the faults applied.
  *
- * Contract of `blob.progress` (docs/ARCHITECTURE.md "Events and their contracts"; this is its only emitter):
+ * Contract of `blob.progress` (docs/ARCHITECTURE.md "Events and their contracts"; emitted here and, with the same
+ * contract, for blobs streamed from an upstream while they are stored, in pull-through.ts, when the upstream sent
+ * their length):
  * each GET response with a body emits a series for its blob and client, `{repository, digest, sent, total,
  * client}` with `total` the bytes of this response (the range's length for a 206). `sent` strictly increases
  * within the series, at most every PROGRESS_INTERVAL_MS, and exactly one event has `sent === total`: the last,
@@ -80,17 +83,7 @@ export async function handleBlobGet(ctx: RequestContext, name: string, ref: stri
       onSent: (sent) => {
         ctx.bytes = sent;
       },
-      onProgress: (sent) => {
-        ctx.bus?.emit({
-          kind: 'blob.progress',
-          repository: name,
-          digest,
-          sent,
-          total: length,
-          client: ctx.client,
-          ...(ctx.node !== undefined ? { node: ctx.node } : {}),
-        });
-      },
+      onProgress: (sent) => emitBlobProgress(ctx, name, digest, sent, length),
     });
   } finally {
     await handle.close();

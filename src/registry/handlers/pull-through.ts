@@ -1,6 +1,8 @@
+import { PROGRESS_INTERVAL_MS } from '../blob-stream.js';
 import { blobUnknown } from '../errors.js';
 import type { StoredManifest } from '../storage/repository-index.js';
 import type { RequestContext } from './context.js';
+import { emitBlobProgress } from './progress.js';
 
 /**
  * A blob `name` lacks, under pull-through: answered from the upstream (true), or linked from the pool when another
@@ -9,10 +11,18 @@ import type { RequestContext } from './context.js';
 export async function pullBlob(ctx: RequestContext, name: string, digest: string): Promise<boolean> {
   const pull = ctx.pullThrough;
   if (!pull?.covers(name)) throw blobUnknown(digest);
-  if (ctx.req.method !== 'HEAD')
-    return pull.sendBlob(name, digest, ctx.res, (sent) => {
+  if (ctx.req.method !== 'HEAD') {
+    let reported = Date.now();
+    return pull.sendBlob(name, digest, ctx.res, (sent, total) => {
       ctx.bytes = sent;
+      // Without the upstream's length there is no total to report against: no progress, as for an empty blob.
+      if (total === undefined || total === 0) return;
+      const now = Date.now();
+      if (sent !== total && now - reported < PROGRESS_INTERVAL_MS) return;
+      reported = now;
+      emitBlobProgress(ctx, name, digest, sent, total);
     });
+  }
   if (await ctx.blobs.has(digest)) {
     await ctx.repositories.linkBlob(name, digest);
     return false;

@@ -79,7 +79,8 @@ export class PullThrough {
     repository: string,
     digest: string,
     res: ServerResponse,
-    onSent: (sent: number) => void,
+    /** After every write: the bytes sent so far and the blob's size when the upstream said it. */
+    onSent: (sent: number, total: number | undefined) => void,
   ): Promise<boolean> {
     // The map first, the pool second, the map again: a flight leaves the map only after its blob is in the pool,
     // so a blob is either found in one of them or was never fetched (no second upstream GET for a late client).
@@ -112,7 +113,7 @@ export class PullThrough {
     res.setHeader('Docker-Content-Digest', digest);
     res.setHeader('ETag', `"${digest}"`);
     if (flight.size !== undefined) res.setHeader('Content-Length', flight.size);
-    await streamFlight(flight, res, onSent);
+    await streamFlight(flight, res, (sent) => onSent(sent, flight.size));
     return true;
   }
 
