@@ -25,6 +25,19 @@ function collector(): { res: ServerResponse; bytes: () => Buffer } {
   return { res: res as unknown as ServerResponse, bytes: () => Buffer.concat(chunks) };
 }
 
+/** A real flight of `content` (one chunk) claiming `digest`, as PullThrough starts one for an upstream body. */
+async function startFlight(store: RegistryStore, digest: string, content: Buffer): Promise<BlobFlight> {
+  const temp = store.layout.temp();
+  const handle = await open(temp, 'wx');
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(content);
+      controller.close();
+    },
+  });
+  return new BlobFlight(digest, content.length, temp, store.layout.blob(digest), store, 'ns/os', body, handle);
+}
+
 test('a reader that opens the flight while it links the renamed blob waits for the end and reads the pool', async (t) => {
   const store = await RegistryStore.open(tempDir('devpivot-flight-', t));
   const content = randomBytes(4096);
@@ -44,15 +57,7 @@ test('a reader that opens the flight while it links the renamed blob waits for t
     await released;
     return link(repo, d);
   };
-  const temp = store.layout.temp();
-  const handle = await open(temp, 'wx');
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(content);
-      controller.close();
-    },
-  });
-  const flight = new BlobFlight(digest, content.length, temp, store.layout.blob(digest), store, 'ns/os', body, handle);
+  const flight = await startFlight(store, digest, content);
   await linking;
   t.is(flight.state, 'running', 'the blob is in the pool, the flight not yet done');
   const { res, bytes } = collector();
@@ -67,15 +72,7 @@ test('a reader that finds the temp file gone after a failed flight gets the flig
   const store = await RegistryStore.open(tempDir('devpivot-flight-', t));
   const content = randomBytes(4096);
   const wrong = `sha256:${'0'.repeat(64)}`;
-  const temp = store.layout.temp();
-  const handle = await open(temp, 'wx');
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(content);
-      controller.close();
-    },
-  });
-  const flight = new BlobFlight(wrong, content.length, temp, store.layout.blob(wrong), store, 'ns/os', body, handle);
+  const flight = await startFlight(store, wrong, content);
   await flight.finished;
   const { res } = collector();
   const error = await t.throwsAsync(streamFlight(flight, res, () => {}));
