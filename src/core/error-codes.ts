@@ -95,6 +95,7 @@ const CATALOG = {
     title: "The disk image does not match the scenario's sha256",
     hint: 'the file is not the one the scenario names: fix the sha256 or the file',
   },
+  IMAGE_LOCKED: { title: 'Another devpivot run is downloading this image, and has not finished in an hour' },
 
   // VMs and libvirt
   LIBVIRT_UNREACHABLE: {

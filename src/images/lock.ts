@@ -16,11 +16,25 @@ export function processAlive(pid: number): boolean {
   }
 }
 
+/** What a lock guards, for the error when its owner holds it too long. */
+export interface LockPurpose {
+  code: 'FIXTURE_LOCKED' | 'IMAGE_LOCKED';
+  /** "another build", "another run downloading URL". */
+  holder: string;
+}
+
+const FIXTURE_BUILD: LockPurpose = { code: 'FIXTURE_LOCKED', holder: 'another build' };
+
 /**
  * An exclusive lock file holding the owner's pid (O_EXCL create). A lock whose owner is dead is taken over;
  * a live owner is waited for, up to `timeoutMs`.
  */
-export async function acquireLock(path: string, signal?: AbortSignal, timeoutMs = 15 * 60_000): Promise<Lock> {
+export async function acquireLock(
+  path: string,
+  signal?: AbortSignal,
+  timeoutMs = 15 * 60_000,
+  purpose: LockPurpose = FIXTURE_BUILD,
+): Promise<Lock> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -42,8 +56,8 @@ export async function acquireLock(path: string, signal?: AbortSignal, timeoutMs 
       continue;
     }
     if (Date.now() > deadline)
-      throw new DevpivotError('FIXTURE_LOCKED', `another build (pid ${owner}) holds ${path}`, {
-        hint: `wait for it to finish, or remove ${path} if pid ${owner} is not a devpivot build`,
+      throw new DevpivotError(purpose.code, `${purpose.holder} (pid ${owner}) holds ${path}`, {
+        hint: `wait for it to finish, or remove ${path} if pid ${owner} is not devpivot`,
       });
     signal?.throwIfAborted();
     await sleep(500, undefined, signal ? { signal } : undefined);

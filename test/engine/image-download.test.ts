@@ -1,9 +1,10 @@
 /**
  * `url:` images over real HTTP on 127.0.0.1: progress, a resume after a cut connection (the server sees the Range
- * and sends only the rest), a server that ignores Range, and a checksum mismatch that deletes the file.
+ * and sends only the rest), a server that ignores Range, a checksum mismatch that deletes the file, and two runs
+ * wanting the same image at once.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile, rename, stat } from 'node:fs/promises';
+import { readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -132,4 +133,16 @@ test('a complete partial file is checked without a body (416), and a wrong sha25
   await downloadImage(options(served, target));
   t.is(served.ranges.at(-1), `bytes=${image.length}-`);
   t.true((await readFile(target)).equals(image), 'the image, byte for byte');
+});
+
+test('two downloads of one image at once: one GET, the second waits and uses the checked file', async (t) => {
+  const served = await serve();
+  t.teardown(() => served.close());
+  const target = join(tempDir('devpivot-download-', t), 'disk.qcow2');
+  await writeFile(`${target}.lock`, '999999999\n'); // a run that died holding the lock: taken over
+  const [first, second] = [options(served, target), options(served, target)];
+  await Promise.all([downloadImage(first), downloadImage(second)]);
+  t.deepEqual(served.ranges, [undefined], 'the image was fetched once');
+  t.true((await readFile(target)).equals(image), 'the image, byte for byte');
+  await t.throwsAsync(stat(`${target}.lock`), { code: 'ENOENT' }, 'the lock is released');
 });
