@@ -9,8 +9,8 @@ import type { EventBus } from '../core/bus.js';
 import { freeLoopbackPort } from '../core/free-port.js';
 import { domainName, type GuestNetworkSpec } from '../vm/domain-xml.js';
 import { GuestFilter, type GuestFilterSockets, guestFilterDir } from '../vm/guest-filter.js';
-import type { SshDestination } from '../vm/remote/ssh-destination.js';
 import { GUEST_HOST_ADDRESS } from '../vm/guest-network.js';
+import type { SshDestination } from '../vm/remote/ssh-destination.js';
 import { forgetHostKey, removeSessionKey, type SessionKey, type SshTarget } from './ssh.js';
 
 interface NodeAccess {
