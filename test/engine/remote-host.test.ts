@@ -144,3 +144,38 @@ test.serial(
     t.is(result.stdout.trim(), 'through-the-proxy');
   },
 );
+
+test.serial('the tunnel ending mid-run fails the run at once with SSH_TUNNEL_FAILED, not at a deadline', async (t) => {
+  let pid = 0;
+  const world = fakeDeps({
+    onBoot(_node, boot) {
+      if (boot === 1) process.kill(pid, 'SIGTERM'); // the connection to the remote host drops
+      return true; // the guest then waits forever: only the tunnel's end can fail the run early
+    },
+  });
+  const bus = new EventBus();
+  const messages: string[] = [];
+  bus.subscribe((event) => {
+    if (event.kind === 'log') {
+      messages.push(event.message);
+      pid ||= Number(/ssh tunnel \(pid (\d+)\)/.exec(event.message)?.[1] ?? 0);
+    }
+  });
+  const started = Date.now();
+  const result = await runFakeScenario(
+    world,
+    `nodes:
+  a: { pivot: fixture:2 }
+steps:
+  - up
+  - expect: { node: a, booted: fixture:2, within: 2m }
+`,
+    { bus, uri: uriOf(sshd) },
+  );
+  t.false(result.ok);
+  t.true(pid > 0, messages.join('\n'));
+  t.true(Date.now() - started < 30_000, 'long before the step’s 2 minutes');
+  const failed = result.steps.find((step) => step.status === 'failed');
+  t.regex(failed?.error ?? '', /the ssh tunnel to .*127\.0\.0\.1 ended during the run/);
+  t.is(result.exitCode, 1);
+});
