@@ -4,15 +4,17 @@
  * virt-ssh-helper), and reaches the guest's 10.0.2.2 only through its ssh tunnel: the registry's ports on ports sshd
  * chose there (never the local ones), the guest filter's sockets on forwarded unix sockets. The VM is on this
  * machine, so the test checks that nothing the guest was given names a local port: the pivot can only pass through
- * the tunnel. An `ssh` step then reaches the node through the remote login (ProxyCommand). One node, ~5 min.
+ * the tunnel. An `ssh` step, then `devpivot ssh` on the kept node, reach it through the remote login (ProxyCommand).
+ * One node, ~4 min.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import type { Stamped } from '../../src/core/events.js';
+import { type CliResult, runCli } from '../helpers/cli.js';
 import { startSshd } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/temp.js';
-import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
+import { bootedVersions, leftoverDomains, runScenarioCli, session } from './run-scenario.js';
 
 const alive = (pid: number) => {
   try {
@@ -47,7 +49,22 @@ steps:
 `,
     );
     const uri = `qemu+ssh://${sshd.user}@127.0.0.1:${sshd.port}/system?keyfile=${sshd.keyfile}&no_verify=1`;
-    const run = await runScenarioCli('remote-pivot', { file, extraArgs: ['--connect', uri] });
+    // --keep: once the run ended, the node stays (served by the run's process) for `devpivot ssh`, then SIGTERM
+    // ends the serving and removes it.
+    let login: Promise<CliResult> | undefined;
+    const run = await runScenarioCli('remote-pivot', {
+      file,
+      extraArgs: ['--connect', uri, '--keep'],
+      onEvent: (event, kill) => {
+        if (event.kind !== 'run.end') return;
+        const args = ['ssh', 'node1', '--session', session('remote-pivot'), '--connect', uri];
+        login = runCli([...args, '--', 'grep', '^VERSION=', '/etc/os-release'], { timeoutMs: 120_000 });
+        void login.finally(() => kill('SIGTERM'));
+      },
+    });
+    const ssh = await login;
+    t.is(ssh?.code, 0, ssh?.stderr);
+    t.is(ssh?.stdout.trim(), 'VERSION="2"', 'devpivot ssh reached the kept node through the remote login');
     t.is(run.code, 0, `${run.steps.join('\n')}\n${logs(run.events).join('\n')}\n${run.stderr}`);
     t.deepEqual(run.steps.slice(0, 4), [
       '✓ prepare',
