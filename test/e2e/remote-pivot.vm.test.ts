@@ -7,7 +7,9 @@
  * the tunnel. An `ssh` step, then `devpivot ssh` on the kept node, reach it through the remote login (ProxyCommand).
  * One node, ~4 min.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { createHmac } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { Stamped } from '../../src/core/events.js';
@@ -25,6 +27,24 @@ const alive = (pid: number) => {
   }
 };
 
+/**
+ * libvirt's ssh transport records the test sshd's host key in the user's ~/.ssh/known_hosts even with no_verify=1
+ * (it only turns StrictHostKeyChecking off); drop that one entry again, plain or hashed (`|1|salt|HMAC-SHA1`).
+ */
+function forgetKnownHost(host: string): void {
+  const file = join(homedir(), '.ssh', 'known_hosts');
+  if (!existsSync(file)) return;
+  const matches = (pattern: string) => {
+    const hashed = /^\|1\|([^|]+)\|(.+)$/.exec(pattern);
+    if (!hashed) return pattern.split(',').includes(host);
+    const mac = createHmac('sha1', Buffer.from(hashed[1]!, 'base64')).update(host).digest('base64');
+    return mac === hashed[2];
+  };
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const kept = lines.filter((line) => !matches(line.split(' ')[0] ?? ''));
+  if (kept.length !== lines.length) writeFileSync(file, kept.join('\n'));
+}
+
 const logs = (events: Stamped[]) => events.flatMap((e) => (e.kind === 'log' ? [e.message] : []));
 
 test.serial(
@@ -32,6 +52,7 @@ test.serial(
   async (t) => {
     const sshd = await startSshd();
     t.teardown(() => sshd.stop());
+    t.teardown(() => forgetKnownHost(`[127.0.0.1]:${sshd.port}`));
     const dir = tempDir('devpivot-remote-pivot-', t);
     const file = join(dir, 'remote-pivot.yaml');
     writeFileSync(
