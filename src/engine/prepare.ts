@@ -174,7 +174,8 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
     bus,
     needsSsh: scenario.steps.some((step) => step.kind === 'ssh' || step.kind === 'pivot'),
     sessionKey: (options) => deps.sessionKey(options),
-    ...(world.remote && remote ? { remote: { via: remote, sockets: world.remote.filterSockets } } : {}),
+    // ssh reaches a remote node through the URI's login even when nothing was tunnelled (an external registry).
+    ...(remote ? { remote: { via: remote, sockets: world.remote?.filterSockets ?? new Map() } } : {}),
   });
   await world.access.reserve(scenario.nodes.map((def) => def.name));
   const sshKeys = world.access.key ? [world.access.key.publicKey] : [];
