@@ -179,3 +179,15 @@ steps:
   t.regex(failed?.error ?? '', /the ssh tunnel to .*127\.0\.0\.1 ended during the run/);
   t.is(result.exitCode, 1);
 });
+
+test('a run on another host over qemu+tcp stops before anything starts: exit status 2, no registry', async (t) => {
+  const world = fakeDeps();
+  const result = await runFakeScenario(world, 'nodes:\n  a: { pivot: fixture:2 }\nsteps: [up]\n', {
+    uri: 'qemu+tcp://build.example/system',
+  });
+  t.false(result.ok);
+  t.is(result.exitCode, 2);
+  t.regex(result.steps[0]?.error ?? '', /only an ssh transport can carry a tunnel.*qemu\+ssh:\/\/USER@build\.example/);
+  t.is(world.registry, undefined, 'the registry never started');
+  t.is(world.host, undefined);
+});
