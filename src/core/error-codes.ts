@@ -151,6 +151,11 @@ const CATALOG = {
     title: 'The ssh reverse tunnel to the remote libvirt host could not be opened',
     hint: 'check that `ssh` with the URI’s user, host, port and keyfile logs in without a password (BatchMode)',
   },
+  REMOTE_TRANSPORT_UNSUPPORTED: {
+    title: 'A remote libvirt host that devpivot cannot reach its guests on',
+    hint: 'connect over ssh (qemu+ssh://USER@HOST/system): devpivot tunnels the registry and the guest network through that login',
+    exitCode: 2,
+  },
   SSH_NO_FORWARD: {
     title: 'The node has no ssh port forward',
     hint: 'nodes created by this version of devpivot have one (see devpivot ps); create the node again',

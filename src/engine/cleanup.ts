@@ -46,6 +46,8 @@ export async function releaseWorld(world: World, bus: EventBus): Promise<void> {
   // The guests' network filters live as long as the registry they lead to.
   const access = world.access;
   if (access) await quiet('closing the guest network', () => access.close());
+  const remote = world.remote;
+  if (remote) await quiet(`closing the ssh tunnel to ${remote.host}`, () => remote.close());
 }
 
 export async function cleanupRun(

@@ -111,6 +111,8 @@ class Engine {
   readonly signal: AbortSignal;
   readonly runTimer: NodeJS.Timeout;
   readonly detach: () => void;
+  /** Fail the run now (the ssh tunnel to a remote host ended): aborts the run's signal with the error. */
+  readonly fail: (error: Error) => void;
   setupExitCode: ExitCode | undefined;
 
   constructor(readonly options: EngineOptions) {
@@ -119,6 +121,7 @@ class Engine {
     // Own controller rather than AbortSignal.any + AbortSignal.timeout: Node 20 may collect those while pending.
     const controller = new AbortController();
     this.signal = controller.signal;
+    this.fail = (error) => controller.abort(error);
     const onAbort = () => controller.abort(options.signal.reason);
     if (options.signal.aborted) onAbort();
     else options.signal.addEventListener('abort', onAbort, { once: true });
@@ -158,7 +161,9 @@ class Engine {
     this.bus.emit({ kind: 'run.start', scenario: this.scenario.name, nodes: this.watches.names() });
     let kept = false;
     try {
-      const prepared = await this.step(steps[0]!, () => prepare({ ...this.options, signal: this.signal }, this.world));
+      const prepared = await this.step(steps[0]!, () =>
+        prepare({ ...this.options, signal: this.signal, onFatal: this.fail }, this.world),
+      );
       if (!prepared) exitCode = this.interruption() ?? this.setupExitCode ?? ExitCode.usage;
       for (let i = 0; prepared && i < this.scenario.steps.length; i++) {
         const step = this.scenario.steps[i]!;
@@ -268,7 +273,8 @@ class Engine {
 
   describe(error: unknown): string {
     if (error === this.options.signal.reason && this.options.signal.aborted) return `interrupted (${messageOf(error)})`;
-    if (this.signal.aborted && error === this.signal.reason && !this.options.signal.aborted)
+    const timedOut = error instanceof DevpivotError && error.code === 'SCENARIO_TIMEOUT';
+    if (this.signal.aborted && error === this.signal.reason && !this.options.signal.aborted && timedOut)
       return `the scenario's timeout of ${formatDuration(this.scenario.timeoutMs)} ran out`;
     if (error instanceof DevpivotError && error.hint) return `${error.message} (hint: ${error.hint})`;
     return messageOf(error);

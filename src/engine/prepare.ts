@@ -8,12 +8,14 @@ import type { EventBus } from '../core/bus.js';
 import { parseReference } from '../oci/reference.js';
 import { looksLikePullspec } from '../scenario/pullspec.js';
 import type { OscontainerSource, Scenario } from '../scenario/types.js';
+import { guestFilterDir } from '../vm/guest-filter.js';
 import type { VmHost } from '../vm/host.js';
 import { newSessionId } from '../vm/sessions.js';
 import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { Deps, FixtureArtifacts, PushedImage, RegistryHandle } from './deps.js';
 import { fixtureVersion, resolveImage } from './images.js';
 import { mirroredPull } from './mirror.js';
+import { openRemoteHost, type RemoteHost, remoteDestination, remoteGuestAddress } from './remote-host.js';
 import { SessionAccess } from './ssh-access.js';
 
 /** What a run made and holds: prepare fills it, steps use it, cleanup removes it. */
@@ -41,6 +43,8 @@ export interface World {
   readonly nodeRegistry: Map<string, string>;
   /** Oscontainers the guest names by their upstream repository (mirror mode, engine/mirror.ts), by scenario name. */
   readonly guestNames: Map<string, string>;
+  /** The ssh tunnel to a remote libvirt host (`qemu+ssh://`), closed at cleanup. */
+  remote?: RemoteHost;
 }
 
 export function emptyWorld(): World {
@@ -64,11 +68,15 @@ export interface PrepareContext {
   cacheDir: string;
   uri?: string;
   sessionId?: string;
+  /** Fails the running scenario (the ssh tunnel to a remote host ended mid-run). */
+  onFatal?: (error: Error) => void;
 }
 
 export async function prepare(context: PrepareContext, world: World): Promise<void> {
   const { scenario, deps, bus, signal } = context;
   const spec = scenario.registry;
+  // Before anything starts: a remote host that devpivot cannot tunnel to is a set-up error.
+  const remote = remoteDestination(context.uri);
   // What each phase makes is recorded in the World inside its work: a phase stopped right after it made
   // something still leaves it to cleanup (withDeadline waits for the work to settle).
   if (spec.kind === 'embedded') {
@@ -129,14 +137,45 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   }
   // The session id is known before the host opens: the nodes' Ignition carries the session's ssh key.
   const sessionId = context.sessionId ?? newSessionId();
+  // On a remote host the guests' 10.0.2.2 is that host: the registry's ports and the filters' sockets are forwarded
+  // there over ssh, and the guests are told the ports there (docs/ARCHITECTURE.md "Remote hosts").
+  const localPorts = [
+    ...new Set(
+      [guestRegistry, ...world.nodeRegistry.values()].flatMap((hostPort) => {
+        const match = /^10\.0\.2\.2:(\d+)$/.exec(hostPort);
+        return match ? [Number(match[1])] : [];
+      }),
+    ),
+  ];
+  if (remote && localPorts.length > 0) {
+    world.remote = await openRemoteHost({
+      destination: remote,
+      sessionId,
+      localPorts,
+      filterNodes: scenario.nodes.map((def) => def.name),
+      localSocketDir: guestFilterDir(sessionId),
+      bus,
+      signal,
+      onLost: (error) => {
+        bus.emit({ kind: 'log', level: 'error', source: 'engine', message: error.message });
+        context.onFatal?.(error);
+      },
+    });
+    const { remotePorts } = world.remote;
+    world.guestRegistry = remoteGuestAddress(guestRegistry, remotePorts);
+    for (const [node, hostPort] of world.nodeRegistry)
+      world.nodeRegistry.set(node, remoteGuestAddress(hostPort, remotePorts));
+  }
   world.access = await SessionAccess.prepare({
     sessionId,
     stateDir: context.stateDir,
-    guestRegistry,
+    guestRegistry: world.guestRegistry,
     nodeRegistry: world.nodeRegistry,
     bus,
     needsSsh: scenario.steps.some((step) => step.kind === 'ssh' || step.kind === 'pivot'),
     sessionKey: (options) => deps.sessionKey(options),
+    // ssh reaches a remote node through the URI's login even when nothing was tunnelled (an external registry).
+    ...(remote ? { remote: { via: remote, sockets: world.remote?.filterSockets ?? new Map() } } : {}),
   });
   await world.access.reserve(scenario.nodes.map((def) => def.name));
   const sshKeys = world.access.key ? [world.access.key.publicKey] : [];

@@ -8,14 +8,18 @@ import { rmdir } from 'node:fs/promises';
 import type { EventBus } from '../core/bus.js';
 import { freeLoopbackPort } from '../core/free-port.js';
 import { domainName, type GuestNetworkSpec } from '../vm/domain-xml.js';
-import { GuestFilter, guestFilterDir } from '../vm/guest-filter.js';
+import { GuestFilter, type GuestFilterSockets, guestFilterDir } from '../vm/guest-filter.js';
 import { GUEST_HOST_ADDRESS } from '../vm/guest-network.js';
+import type { SshDestination } from '../vm/remote/ssh-destination.js';
 import { forgetHostKey, removeSessionKey, type SessionKey, type SshTarget } from './ssh.js';
 
 interface NodeAccess {
   sshPort: number;
   filter: GuestFilter | undefined;
 }
+
+/** A node's filter sockets when QEMU runs on a remote host: the local ones and their forwards there. */
+export type ForwardedSockets = ReadonlyMap<string, { local: GuestFilterSockets; guest: GuestFilterSockets }>;
 
 export class SessionAccess {
   readonly #nodes = new Map<string, NodeAccess>();
@@ -32,6 +36,8 @@ export class SessionAccess {
      */
     readonly hostTcpPort: ((node: string) => number) | undefined,
     readonly bus: EventBus,
+    /** The remote libvirt host's login and the filters' forwarded sockets there (engine/remote-host.ts). */
+    readonly remote: { via: SshDestination; sockets: ForwardedSockets } | undefined,
   ) {}
 
   /**
@@ -50,6 +56,8 @@ export class SessionAccess {
     needsSsh: boolean;
     /** Makes (or finds) the session's key pair: the engine's `Deps.sessionKey`. */
     sessionKey: (options: { stateDir: string; sessionId: string }) => Promise<SessionKey>;
+    /** The nodes run on a remote host: ssh reaches them through `via`, QEMU connects to the forwarded sockets. */
+    remote?: { via: SshDestination; sockets: ForwardedSockets };
   }): Promise<SessionAccess> {
     const { sessionId, stateDir, guestRegistry, bus } = options;
     let key: SessionKey | undefined;
@@ -73,7 +81,7 @@ export class SessionAccess {
         message: `the registry ${guestRegistry} is not on this host's loopback: guests' network is not restricted`,
       });
     const port = (node: string) => Number((options.nodeRegistry?.get(node) ?? guestRegistry).split(':')[1]);
-    return new SessionAccess(sessionId, stateDir, key, local ? port : undefined, bus);
+    return new SessionAccess(sessionId, stateDir, key, local ? port : undefined, bus, options.remote);
   }
 
   /** Reserve the ssh ports and start the filters of these nodes now (prepare), all at once. */
@@ -88,8 +96,10 @@ export class SessionAccess {
       this.#nodes.set(node, access);
     }
     if (this.hostTcpPort && !access.filter && !this.#closed) {
+      const forwarded = this.remote?.sockets.get(node);
       access.filter = await GuestFilter.start({
         dir: guestFilterDir(this.sessionId),
+        ...(forwarded ? { sockets: forwarded.local } : {}),
         policy: { hostTcpPorts: [this.hostTcpPort(node)] },
         onBlocked: (what) =>
           this.bus.emit({
@@ -108,14 +118,20 @@ export class SessionAccess {
     const access = await this.#access(node);
     // A node created again is a new machine with new host keys.
     if (this.key) await forgetHostKey(this.key, domainName(this.sessionId, node));
-    return { sshPort: access.sshPort, ...(access.filter ? { filter: access.filter.sockets } : {}) };
+    const sockets = this.remote?.sockets.get(node)?.guest ?? access.filter?.sockets;
+    return { sshPort: access.sshPort, ...(access.filter && sockets ? { filter: sockets } : {}) };
   }
 
   /** Where ssh reaches a node of this run, once it was created. */
   target(node: string): SshTarget | undefined {
     const access = this.#nodes.get(node);
     if (!access || !this.key) return undefined;
-    return { session: this.key, alias: domainName(this.sessionId, node), port: access.sshPort };
+    return {
+      session: this.key,
+      alias: domainName(this.sessionId, node),
+      port: access.sshPort,
+      ...(this.remote ? { via: this.remote.via } : {}),
+    };
   }
 
   /** Stop the filters: the guests of this run reach nothing any more. */

@@ -9,6 +9,8 @@ import { join } from 'node:path';
 import { DevpivotError, ExitCode } from '../core/errors.js';
 import { run, startProcess } from '../core/exec.js';
 import { SSH_FAILED, type SshResult } from '../steps/runtime.js';
+import { shellQuote } from '../vm/remote/remote-command.js';
+import { type SshDestination, sshOptionsOf } from '../vm/remote/ssh-destination.js';
 import { sessionDir } from '../vm/sessions.js';
 
 export { SSH_FAILED } from '../steps/runtime.js';
@@ -79,6 +81,8 @@ export interface SshTarget {
   port: number;
   /** Default: `core`. */
   user?: string;
+  /** The node runs on this remote libvirt host: its port is on that host's loopback, reached through its login. */
+  via?: SshDestination;
 }
 
 /**
@@ -115,6 +119,7 @@ export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: 
     'ServerAliveCountMax=6',
     '-p',
     String(port),
+    ...(target.via ? ['-o', `ProxyCommand=${proxyCommand(target.via)}`] : []),
   ];
   if (options.batch) args.push('-o', 'BatchMode=yes');
   if (options.tty === true) args.push('-t');
@@ -122,6 +127,15 @@ export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: 
   args.push(`${target.user ?? SSH_USER}@127.0.0.1`);
   if (options.command && options.command.length > 0) args.push('--', ...options.command);
   return args;
+}
+
+/**
+ * ssh to the remote host with the URI's login, relaying stdin/stdout to 127.0.0.1:PORT there (`-W`, ssh(1)); ssh
+ * runs ProxyCommand with the user's shell and expands `%` tokens in it (ssh_config(5)), hence the quoting.
+ */
+function proxyCommand(via: SshDestination): string {
+  const words = ['ssh', ...sshOptionsOf(via), '-W', '%h:%p', via.host];
+  return words.map((word) => (word === '%h:%p' ? word : shellQuote(word).replace(/%/g, '%%'))).join(' ');
 }
 
 /**

@@ -41,6 +41,16 @@ export function guestFilterDir(sessionId: string, env: NodeJS.ProcessEnv = proce
   return join(base, sessionId);
 }
 
+/** Fresh random socket names in `dir` (nothing listens on them yet). */
+export function newFilterSockets(dir: string): GuestFilterSockets {
+  const token = randomBytes(8).toString('hex');
+  return {
+    fromGuest: join(dir, `${token}-g.sock`),
+    toHost: join(dir, `${token}-h.sock`),
+    toGuest: join(dir, `${token}-r.sock`),
+  };
+}
+
 export class GuestFilter {
   readonly sockets: GuestFilterSockets;
   readonly stats: GuestFilterStats = { passed: 0, blocked: 0 };
@@ -58,21 +68,18 @@ export class GuestFilter {
 
   /**
    * Listen on three fresh sockets in `dir` (created traversable, 0711, so only someone who knows the random names
-   * can connect). `onBlocked` hears each refused destination once.
+   * can connect), or on `sockets` chosen earlier with `newFilterSockets(dir)` (a remote host's forwards name them
+   * before the filter listens). `onBlocked` hears each refused destination once.
    */
   static async start(options: {
     dir: string;
+    sockets?: GuestFilterSockets;
     policy: GuestNetworkPolicy;
     onBlocked?: (what: string) => void;
   }): Promise<GuestFilter> {
     await mkdir(options.dir, { recursive: true, mode: 0o711 });
     await chmod(options.dir, 0o711);
-    const token = randomBytes(8).toString('hex');
-    const sockets: GuestFilterSockets = {
-      fromGuest: join(options.dir, `${token}-g.sock`),
-      toHost: join(options.dir, `${token}-h.sock`),
-      toGuest: join(options.dir, `${token}-r.sock`),
-    };
+    const sockets = options.sockets ?? newFilterSockets(options.dir);
     if (Buffer.byteLength(sockets.fromGuest) > SUN_PATH_MAX)
       throw new Error(`guest network socket path too long for a unix socket: ${sockets.fromGuest}`);
     const seen = new Set<string>();

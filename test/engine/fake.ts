@@ -281,7 +281,7 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
 export function runFakeScenario(
   world: FakeWorld,
   text: string,
-  options: { bus?: EventBus; env?: ScenarioEnvironment } = {},
+  options: { bus?: EventBus; env?: ScenarioEnvironment; uri?: string } = {},
 ): Promise<RunResult> {
   return runScenario({
     scenario: parseScenario(
@@ -295,5 +295,6 @@ export function runFakeScenario(
     keep: false,
     stateDir: '/tmp/devpivot-test-state',
     cacheDir: '/tmp/devpivot-test-cache',
+    ...(options.uri ? { uri: options.uri } : {}),
   });
 }

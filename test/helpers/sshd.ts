@@ -17,6 +17,8 @@ export interface TestSshd {
   keyfile: string;
   user: string;
   pid: number;
+  /** What sshd logged so far (LogLevel VERBOSE: one "Accepted publickey for USER" per login). */
+  log(): string;
   stop(): Promise<void>;
 }
 
@@ -73,6 +75,7 @@ export async function startSshd(options: { allowForwarding?: boolean } = {}): Pr
     keyfile: join(dir, 'client_key'),
     user,
     pid: child.pid!,
+    log: () => log,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

@@ -94,3 +94,50 @@ test('qemu+ssh URIs become ssh arguments; other transports have none', (t) => {
   for (const uri of ['qemu:///system', 'qemu+unix:///system', 'qemu+tcp://host/system', 'not a uri'])
     t.is(sshDestinationOf(uri), undefined, uri);
 });
+
+test.serial(
+  'unix sockets too, on the same ssh: sshd listens on the remote path, each connection reaches the local one',
+  async (t) => {
+    const dir = tempDir('devpivot-tunnel-sock-', t);
+    const { createServer: createNetServer, connect } = await import('node:net');
+    const { statSync } = await import('node:fs');
+    const local = `${dir}/local.sock`;
+    const server = createNetServer((socket) => socket.end('filter side'));
+    await new Promise<void>((resolve) => server.listen(local, resolve));
+    t.teardown(() => server.close());
+    const port = await serve('registry');
+    const remote = `${dir}/remote.sock`;
+    const tunnel = await openReverseTunnel({
+      destination: sshDestinationOf(uriOf(sshd))!,
+      localPorts: [port],
+      sockets: [{ remote, local }],
+    });
+    t.true(tunnel.remotePorts.has(port));
+    t.is(statSync(remote).mode & 0o777, 0o600, "sshd's StreamLocalBindMask (0177)");
+    const reply = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(remote);
+      socket.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    t.is(reply, 'filter side');
+    await tunnel.close();
+    t.false(alive(tunnel.pid));
+  },
+);
+
+test.serial('a socket whose remote directory is missing: SSH_TUNNEL_FAILED naming the path', async (t) => {
+  const dir = tempDir('devpivot-tunnel-sock-', t);
+  const remote = `${dir}/missing/remote.sock`;
+  const error = await t.throwsAsync(
+    openReverseTunnel({
+      destination: sshDestinationOf(uriOf(sshd))!,
+      localPorts: [],
+      sockets: [{ remote, local: `${dir}/local.sock` }],
+    }),
+    { instanceOf: DevpivotError },
+  );
+  t.is(error.code, 'SSH_TUNNEL_FAILED');
+  t.regex(error.message, /remote port forwarding failed for listen path .*missing\/remote\.sock/);
+});

@@ -1,6 +1,7 @@
 import { DevpivotError, ExitCode, UsageError } from '../../core/errors.js';
 import { runInteractive } from '../../core/exec.js';
 import { stateDir } from '../../core/paths.js';
+import { remoteDestination } from '../../engine/remote-host.js';
 import { readSessionKey, sshArgs } from '../../engine/ssh.js';
 import { Connection } from '../../vm/libvirt/connection.js';
 import { listDevpivotDomains } from '../../vm/libvirt/inventory.js';
@@ -8,18 +9,14 @@ import { assertValidSessionId } from '../../vm/sessions.js';
 import { resolveTarget } from '../../vm/targets.js';
 import { type Command, connectOption } from '../command.js';
 
-function isLocalUri(uri: string): boolean {
-  const match = /^[a-z0-9+]+:\/\/([^/]*)\//.exec(uri);
-  return (match?.[1] ?? '') === '';
-}
-
 export const command: Command = {
   name: 'ssh',
   summary: 'Log in to a node over ssh, or run a command there (as core)',
   usage: 'NODE [-- COMMAND [ARG...]] [--session ID] [--connect URI]',
   description:
     'Connect to NODE (of the last session, or --session ID) as the user core with the session’s own key, through\n' +
-    'the port on 127.0.0.1 its VM forwards to the guest’s port 22 (shown by `devpivot ps`). Without a command:\n' +
+    'the port on 127.0.0.1 its VM forwards to the guest’s port 22 (shown by `devpivot ps`); on a qemu+ssh:// host,\n' +
+    'through that host’s ssh login (the URI’s user, port and keyfile) to the port on its loopback. Without a command:\n' +
     'an interactive login; with one (after --): runs it there and exits with its exit status (255: ssh failed).\n' +
     'Works for the fixture and for any RHCOS/FCOS node devpivot created: Ignition gave core the session key.\n' +
     'Host keys are accepted without asking and kept in the session’s own known_hosts.',
@@ -37,11 +34,8 @@ export const command: Command = {
     if (!target.session)
       throw new UsageError('no devpivot session is recorded on this machine', 'pass --session ID (see `devpivot ps`)');
     const session = target.session.id;
-    if (!isLocalUri(target.uri))
-      throw new UsageError(
-        `session ${session} runs on ${target.uri}: its ssh forwards are on that host's loopback`,
-        'run devpivot ssh on that host',
-      );
+    // A node on a remote host forwards its port 22 to that host's loopback: reached through the URI's ssh login.
+    const via = remoteDestination(target.uri);
     const conn = await Connection.open(target.uri);
     let forward: string | undefined;
     let domain: string;
@@ -71,7 +65,10 @@ export const command: Command = {
       throw new DevpivotError('SSH_NO_KEY', `session ${session} has no ssh key in ${state}`, {
         exitCode: ExitCode.usage,
       });
-    const result = await runInteractive('ssh', sshArgs({ session: key, alias: domain, port }, { command: remote }));
+    const result = await runInteractive(
+      'ssh',
+      sshArgs({ session: key, alias: domain, port, ...(via ? { via } : {}) }, { command: remote }),
+    );
     if (result.spawnError)
       throw new DevpivotError('SSH_MISSING', `cannot run ssh: ${result.spawnError.message}`, {
         exitCode: ExitCode.usage,

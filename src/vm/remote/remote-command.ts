@@ -1,0 +1,34 @@
+/**
+ * Run one command on the remote libvirt host over its own ssh login (the URI's user, port and keyfile), as
+ * `ssh … HOST -- 'ARG' 'ARG'…`: ssh hands the joined words to the login shell there, so every word is quoted for
+ * a POSIX shell here and reaches the command as written.
+ */
+import { run } from '../../core/exec.js';
+import { type SshDestination, sshOptionsOf } from './ssh-destination.js';
+
+export interface RemoteCommandResult {
+  ok: boolean;
+  /** ssh's and the command's last words when it failed. */
+  output: string;
+}
+
+export async function runRemote(
+  destination: SshDestination,
+  argv: readonly string[],
+  options: { timeoutMs?: number } = {},
+): Promise<RemoteCommandResult> {
+  const result = await run(
+    'ssh',
+    [...sshOptionsOf(destination), '-T', destination.host, '--', ...argv.map(shellQuote)],
+    {
+      timeoutMs: options.timeoutMs ?? 20_000,
+    },
+  );
+  const output = (result.spawnError?.message ?? (result.timedOut ? 'timed out' : result.all)).trim();
+  return { ok: result.code === 0, output: output.split('\n').slice(-6).join('\n') };
+}
+
+/** One word for a POSIX shell: single quotes, each ' written as '\''. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
