@@ -2,6 +2,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { generateIgnition } from '../ignition/index.js';
 import { buildFixture, defaultRecipeDir } from '../images/fixture.js';
+import { builderFingerprint } from '../oscontainer/builder-fingerprint.js';
 import {
   buildAndPush,
   buildMcoImage,
@@ -11,7 +12,7 @@ import {
   resolveThroughCache,
   upstreamClient,
 } from '../oscontainer/index.js';
-import { startRegistry } from '../registry/index.js';
+import { type RunningRegistry, startRegistry } from '../registry/index.js';
 import { openHost } from '../vm/index.js';
 import type { Deps, PushedImage } from './deps.js';
 import { underPaths } from './mirror.js';
@@ -25,9 +26,11 @@ import { ensureSessionKey } from './ssh.js';
 export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv }): Deps {
   const env = options.env ?? process.env;
   const buildCache = join(options.stateDir, 'oscontainer-builds.json');
+  /** The embedded registry this run started: builds push into its store in process. */
+  let embedded: RunningRegistry | undefined;
   return {
     async startRegistry({ host, port, storage, bus, pullThrough }) {
-      return startRegistry({
+      embedded = await startRegistry({
         host,
         port,
         storage,
@@ -41,17 +44,24 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
             }
           : {}),
       });
+      return embedded;
     },
 
     async buildOscontainer({ source, format = 'legacy', registry, repository, bus, signal }) {
       const address = new URL(registry).host;
-      // The legacy key keeps its old shape so caches written before formats existed stay valid.
+      const local = embedded?.url === registry ? embedded : undefined;
+      // The embedded registry listens on a new port every run but keeps its storage: its entries are keyed
+      // 'embedded', not by host:port (which made every run miss, rebuild and push 61 MB again). The builder's
+      // fingerprint keeps a changed builder from reusing what an older one recorded.
       const key =
-        'repo' in source ? `${source.repo}#${source.commit}${format === 'legacy' ? '' : `#${format}`}` : undefined;
+        'repo' in source
+          ? `${source.repo}#${source.commit}${format === 'legacy' ? '' : `#${format}`}#${builderFingerprint()}`
+          : undefined;
+      const where = local ? 'embedded' : address;
       // Builds are deterministic: the same commit gives the same digest. Skip the build when the registry still
       // holds the manifest we recorded for it.
       if (key) {
-        const cached = (await readCache(buildCache))[`${address}/${repository}|${key}`];
+        const cached = (await readCache(buildCache))[`${where}/${repository}|${key}`];
         if (cached && (await hasManifest(address, repository, cached.digest))) {
           bus.emit({ kind: 'image.pushed', ref: `${address}/${repository}@${cached.digest}`, digest: cached.digest });
           return cached;
@@ -64,9 +74,10 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
         target: `${address}/${repository}:latest`,
         bus,
         signal,
+        ...(local ? { store: local.store } : {}),
       });
       const result: PushedImage = { digest: pushed.digest, commit: pushed.commit, version: pushed.version, format };
-      if (key) await writeCache(buildCache, `${address}/${repository}|${key}`, result);
+      if (key) await writeCache(buildCache, `${where}/${repository}|${key}`, result);
       return result;
     },
 

@@ -9,7 +9,7 @@ import { parseReference } from '../oci/reference.js';
 import { type BuildOptions, buildOscontainer, type OscontainerFormat } from './build.js';
 import { copyImage } from './copy.js';
 import { OSTREE_COMMIT_LABEL } from './image.js';
-import { pushOscontainer } from './push.js';
+import { type LocalImageStore, pushOscontainer, pushToStore } from './push.js';
 import { RegistryClient } from './registry-client.js';
 import { pullScope } from './transport/transport.js';
 
@@ -31,6 +31,12 @@ export interface BuildAndPushOptions extends Omit<BuildOptions, 'ref' | 'bus' | 
   target: string;
   bus?: EventBus;
   signal?: AbortSignal;
+  /**
+   * The store of the embedded registry `target` names, when it runs in this process: the push goes straight into
+   * it instead of over HTTP to ourselves (measured: the HTTP push of the 61 MB fixture layer peaked at ~140 MiB
+   * more RSS, 8 MiB PATCH bodies copied on both ends and collected late; the store's ~34 MiB).
+   */
+  store?: LocalImageStore;
 }
 
 const stripScheme = (ref: string) => ref.replace(/^https?:\/\//, '');
@@ -40,7 +46,15 @@ export async function buildAndPush(options: BuildAndPushOptions): Promise<Publis
   const target = stripScheme(options.target);
   const image = await buildOscontainer({ ...options, ref: target });
   try {
-    const pushed = await pushOscontainer(image, target, { bus: options.bus, signal: options.signal });
+    const ref = parseReference(target);
+    const pushed = options.store
+      ? await pushToStore(
+          image,
+          options.store,
+          { address: ref.registry, repository: ref.repository, ...(ref.tag ? { tag: ref.tag } : {}) },
+          { ...(options.bus ? { bus: options.bus } : {}) },
+        )
+      : await pushOscontainer(image, target, { bus: options.bus, signal: options.signal });
     return {
       digest: pushed.digest,
       pinned: pushed.pinned,

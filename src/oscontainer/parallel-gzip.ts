@@ -126,16 +126,32 @@ export async function* parallelGzip(
   let size = 0;
   let id = 0;
   let previousTail: Uint8Array | null = null;
-  let buffered: Buffer[] = [];
-  let bufferedBytes = 0;
 
+  // Chunk buffers come back from the workers and are filled again: the input is copied once, into a buffer of
+  // its own (transferable), and no chunk is left for a garbage collector that external memory wakes late.
+  const spare: Uint8Array[] = [];
+  let current: Uint8Array | undefined;
+  let filled = 0;
   const submit = (chunk: Uint8Array, last: boolean) => {
     crc = crc32(chunk, crc);
     size += chunk.byteLength;
     const dictionary = previousTail;
     previousTail = chunk.byteLength >= WINDOW ? ownCopy(chunk.subarray(chunk.byteLength - WINDOW)) : null;
-    const task = pool.run({ id: id++, data: ownCopy(chunk), dictionary, last, level, adaptive });
-    inFlight.push(task.then((result) => [result.data]));
+    const task = pool.run({ id: id++, data: chunk, dictionary, last, level, adaptive });
+    inFlight.push(
+      task.then((result) => {
+        if (result.input?.buffer.byteLength === chunkSize && spare.length < maxInFlight)
+          spare.push(new Uint8Array(result.input.buffer));
+        return [result.data];
+      }),
+    );
+  };
+  /** Submit what the current buffer holds (it moves to a worker). */
+  const submitCurrent = (last: boolean) => {
+    const chunk = current ? current.subarray(0, filled) : new Uint8Array(0);
+    current = undefined;
+    filled = 0;
+    submit(chunk, last);
   };
   const join = (piece: Deflated) => {
     crc = crc32(piece.raw, crc);
@@ -157,25 +173,25 @@ export async function* parallelGzip(
     yield HEADER;
     for await (const piece of source) {
       if (isDeflated(piece)) {
-        if (bufferedBytes > 0) submit(Buffer.concat(buffered, bufferedBytes), false);
-        buffered = [];
-        bufferedBytes = 0;
+        if (filled > 0) submitCurrent(false);
         join(piece);
         yield* drain(maxInFlight - 1);
         continue;
       }
-      buffered.push(asBuffer(piece));
-      bufferedBytes += piece.byteLength;
-      while (bufferedBytes > chunkSize) {
-        const all = Buffer.concat(buffered, bufferedBytes);
-        submit(all.subarray(0, chunkSize), false);
-        buffered = [all.subarray(chunkSize)];
-        bufferedBytes -= chunkSize;
-        yield* drain(maxInFlight - 1);
+      // A chunk is submitted once more bytes follow it: the last one (possibly empty) carries the final block.
+      for (let offset = 0; offset < piece.byteLength; ) {
+        if (filled === chunkSize) {
+          submitCurrent(false);
+          yield* drain(maxInFlight - 1);
+        }
+        current ??= spare.pop() ?? new Uint8Array(chunkSize);
+        const take = Math.min(chunkSize - filled, piece.byteLength - offset);
+        current.set(piece.subarray(offset, offset + take), filled);
+        filled += take;
+        offset += take;
       }
     }
-    // The last chunk (possibly empty) carries the final deflate block.
-    submit(Buffer.concat(buffered, bufferedBytes), true);
+    submitCurrent(true);
     yield* drain(0);
     const trailer = Buffer.alloc(8);
     trailer.writeUInt32LE(crc >>> 0, 0);
