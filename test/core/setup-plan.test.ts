@@ -2,6 +2,8 @@
  * The set-up's decisions (scripts/setup-plan.mjs): which packages are missing, the one command a normal user is
  * told to run, and which URIs need this host's system daemons.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
 import { repoRoot } from '../helpers/cli.js';
 
@@ -98,4 +100,12 @@ test('qemu:///system refused for want of polkit: the group, the libvirtd.conf se
   t.false(member.includes('adduser'));
   t.true(member.startsWith('ada is in the libvirt group; either run polkitd'));
   t.false(systemAccessHint('ada', 'Permission denied', true).includes('auth_unix_rw'));
+});
+
+test("README's one-time install command names exactly the set-up's packages", async (t) => {
+  const { DEBIAN_PACKAGES } = await load();
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const command = /sudo apt-get install -y --no-install-recommends ([^`]*?)\nnpm start/.exec(readme)?.[1];
+  t.truthy(command, 'the command in "As a normal user"');
+  t.deepEqual((command ?? '').replace(/\\\n/g, ' ').trim().split(/\s+/), DEBIAN_PACKAGES);
 });
