@@ -56,6 +56,10 @@ export function canRead(user: TestUser, path: string): boolean {
  * under /tmp. Ends in '/'.
  */
 export function readableCheckout(user: TestUser): { repo: string; copied: boolean; remove: () => void } {
+  if (!canRead(user, process.execPath))
+    throw new Error(
+      `${user.name} cannot read node at ${process.execPath}: install Node.js where every user can run it`,
+    );
   const probe = join(repoRoot, 'node_modules', 'koffi', 'package.json');
   if (canRead(user, probe) && canRead(user, join(repoRoot, 'dist', 'src', 'cli', 'main.js')))
     return { repo: repoRoot, copied: false, remove: () => {} };
