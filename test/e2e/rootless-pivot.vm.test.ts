@@ -9,7 +9,18 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, createReadStream, existsSync, lstatSync, readdirSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  createReadStream,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import test from 'ava';
 import { loadFixture } from '../../src/images/fixture.js';
@@ -45,7 +56,7 @@ function psRows(stdout: string): PsRow[] {
   return JSON.parse(stdout) as PsRow[];
 }
 
-test('a normal user builds the fixture without root and pivots it 1 → 2 under qemu:///session', async (t) => {
+test.serial('a normal user builds the fixture without root and pivots it 1 → 2 under qemu:///session', async (t) => {
   t.timeout(1_500_000);
   const user = ensureTestUser();
   const { home, remove: removeHome } = privateHome(user);
@@ -136,4 +147,32 @@ test('a normal user builds the fixture without root and pivots it 1 → 2 under 
   const logs = runAsUser(user, env, process.execPath, [`${checkout.repo}bin/devpivot.js`, 'logs', 'node1']);
   t.is(logs.status, 0, logs.stderr);
   t.regex(logs.stdout, /pivot/);
+});
+
+test.serial('a normal user missing a package is told the one sudo command, and nothing is installed', (t) => {
+  const user = ensureTestUser();
+  const { home, remove } = privateHome(user);
+  t.teardown(remove);
+  const checkout = readableCheckout(user);
+  t.teardown(checkout.remove);
+  // dpkg-query as it answers when ovmf and jq are not installed (the real one, with those two reported missing).
+  const bin = mkdtempSync(join(tmpdir(), 'devpivot-rootless-bin-'));
+  t.teardown(() => rmSync(bin, { recursive: true, force: true }));
+  chmodSync(bin, 0o755);
+  writeFileSync(
+    join(bin, 'dpkg-query'),
+    '#!/bin/sh\n/usr/bin/dpkg-query "$@" | sed -e "s/^ovmf installed$/ovmf not-installed/" -e "/^jq /d"\n',
+    { mode: 0o755 },
+  );
+  const setup = runAsUser(user, { HOME: home, PATH: `${bin}:${USER_PATH}` }, process.execPath, [
+    `${checkout.repo}scripts/setup.mjs`,
+  ]);
+  t.is(setup.status, 2, setup.stdout + setup.stderr);
+  t.is(setup.stdout, '', 'nothing ran before the message');
+  t.regex(setup.stderr, /^setup: error: missing Debian packages: ovmf jq\n/);
+  t.true(
+    setup.stderr.includes('sudo apt-get update && sudo apt-get install -y --no-install-recommends ovmf jq'),
+    setup.stderr,
+  );
+  t.true(setup.stderr.includes('untested: sudo dnf install -y edk2-ovmf jq'), setup.stderr);
 });
