@@ -7,7 +7,7 @@
  * user's HOME may belong to root, and root's `devpivot ps` must not list the user's VM while the user's does.
  * Cost: one fixture build (~2–5 min on the shared 2-core host) and one pivot (~4 min).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
@@ -147,6 +147,10 @@ test.serial('a normal user builds the fixture without root and pivots it 1 → 2
   const logs = runAsUser(user, env, process.execPath, [`${checkout.repo}bin/devpivot.js`, 'logs', 'node1']);
   t.is(logs.status, 0, logs.stderr);
   t.regex(logs.stdout, /pivot/);
+  // …and root's logs do not see the user's session (root's state directory is its own).
+  const rootLogs = spawnSync(process.execPath, [binPath, 'logs', 'node1', '--session', id], { encoding: 'utf8' });
+  t.not(rootLogs.status, 0);
+  t.regex(rootLogs.stderr, /no console log for node node1 in session/);
 });
 
 test.serial('a normal user missing a package is told the one sudo command, and nothing is installed', (t) => {
