@@ -3,46 +3,24 @@
 // node_modules exists. Idempotent; prints one line per action it takes; quiet and fast when all is in place.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PROGRESS, runWithProgress } from './run-with-progress.mjs';
+import {
+  DEBIAN_PACKAGES,
+  fedoraPackages,
+  installMessage,
+  missingFromDpkg,
+  missingFromRpm,
+  needsSystemDaemons,
+  setupUri,
+  startDaemonsCommand,
+  systemAccessHint,
+} from './setup-plan.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const started = Date.now();
-
-// Debian packages: the VM stack, the image tools, and docker-registry (distribution 2.8) as the reference peer
-// for registry tests and benchmarks and the upstream of the pull-through tests; python3 (tomllib, 3.11+) parses
-// the mirror drop-in in its unit test.
-const PACKAGES = [
-  'qemu-system-x86',
-  'qemu-utils',
-  'libvirt-daemon-system',
-  'libvirt-clients',
-  'skopeo',
-  'ostree',
-  'ignition',
-  'busybox-static',
-  'linux-image-amd64',
-  'grub-pc-bin',
-  'grub-efi-amd64-bin',
-  'grub-common',
-  'mtools',
-  'dosfstools',
-  'systemd',
-  'systemd-sysv', // the fixture's /sbin/init (copied from the host's package)
-  'udev',
-  'passwd',
-  'openssh-client',
-  'openssh-server', // the sshd on 127.0.0.1 the remote-host tests log in to (started by them, never as a service)
-  'fdisk',
-  'e2fsprogs',
-  'cpio',
-  'ovmf',
-  'jq',
-  'curl',
-  'docker-registry',
-  'python3',
-];
 
 function say(message) {
   process.stdout.write(`setup: ${message}\n`);
@@ -54,18 +32,15 @@ function fail(message, hint) {
 }
 
 const isRoot = process.getuid?.() === 0;
-const hasSudo = !isRoot && spawnSync('sudo', ['-n', 'true'], { stdio: 'ignore' }).status === 0;
+const uri = setupUri(process.env, process.getuid?.() ?? 0);
 
 /**
- * Run a command that needs root: directly as root, through passwordless sudo, or fail naming the command. Its
- * progress lines (PROGRESS[tool]) are printed as they come; on failure, its last lines.
+ * Run a command as root (the set-up only does this when it runs as root: a normal user is told the exact sudo
+ * command instead). Its progress lines (PROGRESS[tool]) are printed as they come; on failure, its last lines.
  */
 async function asRoot(command, args, what, show) {
   const printable = [command, ...args].join(' ');
-  if (!isRoot && !hasSudo)
-    fail(`${what} needs root, and this user is not root and has no passwordless sudo`, `run as root: ${printable}`);
-  const [file, argv] = isRoot ? [command, args] : ['sudo', ['-n', command, ...args]];
-  const result = await runWithProgress(file, argv, {
+  const result = await runWithProgress(command, args, {
     show,
     print: (line) => say(`  ${line}`),
     env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
@@ -75,29 +50,42 @@ async function asRoot(command, args, what, show) {
 }
 
 function missingPackages() {
-  const result = spawnSync('dpkg-query', ['-W', `-f=\${Package} \${db:Status-Status}\n`, ...PACKAGES], {
+  const result = spawnSync('dpkg-query', ['-W', `-f=\${Package} \${db:Status-Status}\n`, ...DEBIAN_PACKAGES], {
     encoding: 'utf8',
   });
-  const installed = new Set(
-    (result.stdout ?? '')
-      .split('\n')
-      .filter((line) => line.endsWith(' installed'))
-      .map((line) => line.split(' ')[0]),
-  );
-  return PACKAGES.filter((name) => !installed.has(name));
+  return missingFromDpkg(result.stdout ?? '');
+}
+
+/** Fedora/RHEL (untested): the packages rpm does not know, and the dnf command, never run for the user. */
+function checkFedora() {
+  const wanted = fedoraPackages(DEBIAN_PACKAGES);
+  const result = spawnSync('rpm', ['-q', ...wanted], { encoding: 'utf8' });
+  const missing = missingFromRpm(result.stdout ?? '');
+  if (missing.length === 0) return;
+  const { message, hint } = installMessage(missing, { distro: 'fedora', root: isRoot });
+  fail(message, hint);
 }
 
 async function ensurePackages() {
   if (!existsSync('/usr/bin/dpkg-query')) {
-    fail('this is not a Debian-based system (no dpkg-query)', `install the equivalents of: ${PACKAGES.join(' ')}`);
+    if (existsSync('/usr/bin/rpm')) return checkFedora();
+    fail(
+      'this is neither a Debian- nor an RPM-based system',
+      `install the equivalents of: ${DEBIAN_PACKAGES.join(' ')}`,
+    );
   }
   const missing = missingPackages();
   if (missing.length === 0) return;
+  if (!isRoot) {
+    // A normal user is never escalated behind their back: one message with the one command to run.
+    const { message, hint } = installMessage(missing, { distro: 'debian', root: false });
+    fail(message, `${hint}; then rerun: npm run setup`);
+  }
   say(`installing Debian packages: ${missing.join(' ')}`);
   // Without systemd, a package's maintainer script would start its service through invoke-rc.d (openssh-server: an
   // sshd on every address). policy-rc.d answering 101 forbids that; ours lives only during the install.
   const policy = '/usr/sbin/policy-rc.d';
-  const ownPolicy = isRoot && !existsSync(policy);
+  const ownPolicy = !existsSync(policy);
   if (ownPolicy)
     writeFileSync(policy, '#!/bin/sh\n# devpivot set-up: no service starts during apt-get install\nexit 101\n', {
       mode: 0o755,
@@ -123,24 +111,30 @@ function pidAlive(pidFile) {
     const pid = Number.parseInt(readFileSync(pidFile, 'utf8'), 10);
     process.kill(pid, 0);
     return true;
-  } catch {
-    return false;
+  } catch (error) {
+    return error.code === 'EPERM'; // alive, and another user's (a normal user asking about root's daemons)
   }
 }
 
-function ensureDaemons() {
-  if (!isRoot) return; // qemu:///session needs no system daemon; libvirt spawns a per-user one
+/** The system daemons, only when the URI is this host's qemu:///system (the session URI spawns its own). */
+async function ensureDaemons() {
+  if (!needsSystemDaemons(uri)) return;
   const systemd = existsSync('/run/systemd/system');
-  for (const daemon of ['virtlogd', 'libvirtd']) {
-    if (systemd) {
-      if (spawnSync('systemctl', ['is-active', '--quiet', daemon]).status === 0) continue;
-      say(`starting ${daemon} (systemctl)`);
-      asRoot('systemctl', ['start', daemon], `starting ${daemon}`);
-    } else {
-      if (pidAlive(`/run/${daemon}.pid`)) continue;
-      say(`starting ${daemon} (no systemd: ${daemon} -d)`);
-      asRoot(daemon, ['-d'], `starting ${daemon}`);
-    }
+  const running = (daemon) =>
+    systemd ? spawnSync('systemctl', ['is-active', '--quiet', daemon]).status === 0 : pidAlive(`/run/${daemon}.pid`);
+  const stopped = ['virtlogd', 'libvirtd'].filter((daemon) => !running(daemon));
+  if (!isRoot) {
+    if (stopped.length > 0)
+      fail(
+        `${uri} needs the system daemons, and ${stopped.join(' and ')} ${stopped.length > 1 ? 'are' : 'is'} not running`,
+        `start them: ${startDaemonsCommand({ systemd, root: false })} — or use your own session daemon: LIBVIRT_DEFAULT_URI=qemu:///session`,
+      );
+    return checkSystemAccess();
+  }
+  for (const daemon of stopped) {
+    say(`starting ${daemon} (${systemd ? 'systemctl' : `no systemd: ${daemon} -d`})`);
+    if (systemd) await asRoot('systemctl', ['start', daemon], `starting ${daemon}`);
+    else await asRoot(daemon, ['-d'], `starting ${daemon}`);
   }
   const socket = '/run/libvirt/libvirt-sock';
   const deadline = Date.now() + 15_000;
@@ -149,6 +143,15 @@ function ensureDaemons() {
       fail(`libvirtd started but ${socket} did not appear in 15 s`, 'look at libvirtd -v output');
     spawnSync('sleep', ['0.1']);
   }
+}
+
+/** A normal user on qemu:///system: the daemon must let them in (socket group and auth). */
+function checkSystemAccess() {
+  const result = spawnSync('virsh', ['-c', uri, 'version'], { encoding: 'utf8', timeout: 15_000 });
+  if (result.status === 0) return;
+  const why = (result.stderr || result.error?.message || `exit ${result.status}`).trim().split('\n').pop();
+  const groups = spawnSync('id', ['-Gn'], { encoding: 'utf8' }).stdout?.trim().split(/\s+/) ?? [];
+  fail(`${uri} refused this user: ${why}`, systemAccessHint(userInfo().username, why, groups.includes('libvirt')));
 }
 
 function mtime(path) {
@@ -212,7 +215,7 @@ function ensureFixtureImages() {
 }
 
 await ensurePackages();
-ensureDaemons();
+await ensureDaemons();
 await ensureNodeModules();
 ensureBuilt();
 ensureFixtureImages();

@@ -180,7 +180,7 @@ export const checkFixture: Check = async ({ env }) => {
       : state.source === 'shared'
         ? `${state.key}: the shared cache, read-only (${state.dir}); your own cache has no build`
         : `${state.key}: your own cache (${state.dir})`,
-    fix: fresh ? '' : (process.getuid?.() ?? 0) === 0 ? 'devpivot images build' : 'sudo devpivot images build',
+    fix: fresh ? '' : 'devpivot images build (as root, or without root in a user namespace)',
     required: false,
   };
 };

@@ -36,8 +36,9 @@ export interface RecipeRun {
 export async function runRecipe(script: string, out: string, kernel: string, options: RecipeRun): Promise<string[]> {
   const tail: string[] = [];
   const command = recipeCommand(script, out, options.mode ?? 'root');
+  const env = options.env ?? process.env;
   const child = startProcess(command.file, command.args, {
-    env: { ...(options.env ?? process.env), FIXTURE_KERNEL: kernel, LC_ALL: 'C' },
+    env: { ...env, PATH: withSbin(env.PATH), FIXTURE_KERNEL: kernel, LC_ALL: 'C' },
     signal: options.signal,
     onLine: (line) => {
       tail.push(line);
@@ -49,6 +50,15 @@ export async function runRecipe(script: string, out: string, kernel: string, opt
   if (exit.spawnError) throw exit.spawnError;
   if (exit.code !== 0) throw new RecipeFailure(`exit ${exit.code ?? exit.signal}`, tail);
   return tail;
+}
+
+/** The sbin directories, where mkfs.ext4, sfdisk and debugfs live, are not on a normal user's PATH on Debian. */
+const SBIN = ['/usr/local/sbin', '/usr/sbin', '/sbin'];
+
+/** `path` with the sbin directories it lacks appended (the user's own choices keep their precedence). */
+export function withSbin(path: string | undefined): string {
+  const dirs = (path ?? '/usr/local/bin:/usr/bin:/bin').split(':').filter(Boolean);
+  return [...dirs, ...SBIN.filter((dir) => !dirs.includes(dir))].join(':');
 }
 
 /** What the recipe leaves in OUT besides the image: `commits` ("VERSION COMMIT" lines), `sizes`, `kernel`. */

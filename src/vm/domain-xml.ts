@@ -35,6 +35,11 @@ export interface DevpivotMetadata {
   base: string;
   /** `127.0.0.1:PORT` forwarded to the guest's port 22, when the node has one (`devpivot ssh`). */
   ssh?: string;
+  /**
+   * The uid of the devpivot process that defined it: on a daemon several users share (qemu:///system for the
+   * libvirt group), `ps`/`down`/`console` act only on the caller's own (vm/owner.ts).
+   */
+  owner?: number;
 }
 
 /**
@@ -123,6 +128,7 @@ export function metadataXml(meta: DevpivotMetadata): string {
     ['volumes', meta.volumes.join(' ')],
     ['base', meta.base],
     ...(meta.ssh ? [['ssh', meta.ssh]] : []),
+    ...(meta.owner !== undefined ? [['owner', String(meta.owner)]] : []),
   ]
     .map(([key, value]) => `${key}="${escapeXml(value!)}"`)
     .join(' ');
@@ -161,6 +167,7 @@ function readAttributes(element: string): DevpivotMetadata | undefined {
   const node = attr('node');
   if (!session || !node) return undefined;
   const ssh = attr('ssh');
+  const owner = attr('owner');
   return {
     session,
     node,
@@ -169,6 +176,7 @@ function readAttributes(element: string): DevpivotMetadata | undefined {
     volumes: (attr('volumes') ?? '').split(' ').filter(Boolean),
     base: attr('base') ?? '',
     ...(ssh ? { ssh } : {}),
+    ...(owner !== undefined && /^\d+$/.test(owner) ? { owner: Number(owner) } : {}),
   };
 }
 
@@ -182,6 +190,7 @@ export function metadataElement(meta: DevpivotMetadata, extra: Record<string, st
     volumes: meta.volumes.join(' '),
     base: meta.base,
     ...(meta.ssh ? { ssh: meta.ssh } : {}),
+    ...(meta.owner !== undefined ? { owner: String(meta.owner) } : {}),
     ...extra,
   })
     .map(([key, value]) => `${key}="${escapeXml(value)}"`)

@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import type { Stamped } from '../../src/core/events.js';
-import { binPath, repoRoot } from '../helpers/cli.js';
+import { repoRoot } from '../helpers/cli.js';
 
 export interface ScenarioRun {
   code: number | null;
@@ -27,21 +27,43 @@ export function runScenarioCli(
     command?: string[];
     /** Added to the environment (e.g. DEVPIVOT_STATE_DIR: a registry store of the test's own). */
     env?: NodeJS.ProcessEnv;
+    /**
+     * Run as another user (`runuser -u USER -- env -i ENV... node BIN ...`): with only `env` as environment and
+     * `repo` as the checkout (one that user can read).
+     */
+    runAs?: { user: string; env: NodeJS.ProcessEnv; repo: string };
   } = {},
 ): Promise<ScenarioRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [
-        binPath,
-        ...(options.command ?? ['run', options.file ?? `${repoRoot}scenarios/${name}.yaml`]),
-        '--json',
-        '--session',
-        session(name),
-        ...(options.extraArgs ?? []),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env, CI: 'true' } },
-    );
+    const repo = options.runAs?.repo ?? repoRoot;
+    const args = [
+      `${repo}bin/devpivot.js`,
+      ...(options.command ?? ['run', options.file ?? `${repo}scenarios/${name}.yaml`]),
+      '--json',
+      '--session',
+      session(name),
+      ...(options.extraArgs ?? []),
+    ];
+    const runAs = options.runAs;
+    const child = runAs
+      ? spawn(
+          'runuser',
+          [
+            '-u',
+            runAs.user,
+            '--',
+            'env',
+            '-i',
+            ...Object.entries({ ...runAs.env, CI: 'true' }).map(([key, value]) => `${key}=${value}`),
+            process.execPath,
+            ...args,
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'], cwd: repo },
+        )
+      : spawn(process.execPath, args, {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, ...options.env, CI: 'true' },
+        });
     const events: Stamped[] = [];
     let pending = '';
     let stderr = '';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { runRecipe } from '../../src/images/fixture-build.js';
+import { runRecipe, withSbin } from '../../src/images/fixture-build.js';
 import { isInitialUidMap, recipeCommand, recipeMode, userNamespaceHint } from '../../src/images/userns.js';
 
 const exec = promisify(execFile);
@@ -59,4 +59,16 @@ test('in userns mode the recipe runs as uid 0 of a user namespace (what build.sh
   const lines = await runRecipe(script, join(dir, 'out'), 'k', { mode: 'userns' });
   t.is(lines[0], '0');
   t.false(isInitialUidMap(lines.slice(1).join('\n')), lines.join(' | '));
+});
+
+test("the recipe finds the sbin tools (mkfs.ext4, sfdisk) with a normal user's Debian PATH", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'devpivot-userns-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const script = join(dir, 'build.sh');
+  await writeFile(script, 'set -eu\necho "$PATH"\ncommand -v mkfs.ext4 sfdisk\n', { mode: 0o755 });
+  const userPath = '/usr/local/bin:/usr/bin:/bin:/usr/games';
+  const lines = await runRecipe(script, join(dir, 'out'), 'k', { env: { PATH: userPath } });
+  t.is(lines[0], `${userPath}:/usr/local/sbin:/usr/sbin:/sbin`);
+  t.deepEqual(lines.slice(1), ['/usr/sbin/mkfs.ext4', '/usr/sbin/sfdisk']);
+  t.is(withSbin('/usr/sbin:/usr/bin'), '/usr/sbin:/usr/bin:/usr/local/sbin:/sbin');
 });

@@ -14,8 +14,8 @@ export const command: Command = {
   description:
     'Destroy and undefine the domains that carry devpivot metadata and delete their volumes from the devpivot\n' +
     'storage pool: those of the last session by default, of one session with --session, or of every session\n' +
-    'with --all. Nothing without devpivot metadata is ever touched. --images (with --all) also deletes the cached\n' +
-    'base image volumes no remaining VM uses.',
+    "with --all. Nothing without devpivot metadata, and no other user's devpivot VM, is ever touched. --images\n" +
+    '(with --all) also deletes the cached base image volumes no remaining VM uses.',
   options: {
     all: { type: 'boolean', short: 'a', description: 'Every devpivot session on this libvirt URI' },
     session: { type: 'string', valueName: 'ID', description: 'This session (default: the last one)' },
@@ -61,6 +61,7 @@ export const command: Command = {
         all,
         session: all ? undefined : target.session?.id,
         images: args.flag('images'),
+        ownSessions: (await listSessions(state)).map((s) => s.id),
       });
       if (args.flag('json')) stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       else {

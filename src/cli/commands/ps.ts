@@ -9,7 +9,8 @@ export const command: Command = {
   summary: "List devpivot's VMs (every session, or one)",
   usage: '[--session ID] [--json] [--connect URI]',
   description:
-    'List the libvirt domains devpivot created (found by their devpivot metadata; other domains are never shown):\n' +
+    'List the libvirt domains devpivot created for this user (found by their devpivot metadata; other domains,\n' +
+    "and on a shared daemon such as qemu:///system other users' devpivot domains, are never shown):\n" +
     'name, session, node, state, uptime and base image (--json also: the ssh forward, 127.0.0.1:PORT).',
   options: {
     session: { type: 'string', valueName: 'ID', description: 'Only this session' },
@@ -23,7 +24,7 @@ export const command: Command = {
       const only = args.string('session');
       const now = Date.now();
       const rows = (await listDevpivotDomains(conn))
-        .filter((d) => !only || d.session === only)
+        .filter((d) => d.own && (!only || d.session === only))
         .map((d) => ({
           name: d.name,
           session: d.session,

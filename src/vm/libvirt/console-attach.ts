@@ -1,5 +1,6 @@
 import { DevpivotError } from '../../core/errors.js';
 import { DEVPIVOT_XMLNS, domainName, parseMetadataElement } from '../domain-xml.js';
+import { ownsDomain } from '../owner.js';
 import { type Connection, ConsoleFlag } from './connection.js';
 import { LibvirtError } from './errors.js';
 
@@ -32,6 +33,10 @@ export async function attachConsole(
   try {
     const meta = parseMetadataElement((await domain.metadata(DEVPIVOT_XMLNS)) ?? '');
     if (!meta) throw new DevpivotError('VM_NOT_DEVPIVOT', `domain ${name} was not created by devpivot`);
+    if (!ownsDomain(meta.owner, conn.uri))
+      throw new DevpivotError('VM_NOT_FOUND', `no node ${node} of yours in session ${session} on ${conn.uri}`, {
+        hint: `${name} was started by another user (uid ${meta.owner ?? 0}); see your own with \`devpivot ps\``,
+      });
     if (!(await domain.isActive()))
       throw new DevpivotError('VM_NOT_RUNNING', `node ${node} (${name}) is not running`, {
         hint: `read what it printed with \`devpivot logs ${node} --session ${session}\``,

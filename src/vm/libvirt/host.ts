@@ -273,6 +273,7 @@ export class LibvirtHost implements VmHost, NodeHost {
         volumes: [overlayName, ignitionName, logName],
         base: base.name,
         ...(spec.network?.sshPort !== undefined ? { ssh: `127.0.0.1:${spec.network.sshPort}` } : {}),
+        owner: process.getuid?.() ?? 0,
       };
       const xml = domainXml({
         name,

@@ -1,4 +1,5 @@
 import { BASE_VOLUME_PATTERN, DEVPIVOT_XMLNS, parseMetadataElement, startedAttribute } from '../domain-xml.js';
+import { ownsDomain } from '../owner.js';
 import { type Connection, DOMAIN_STATE_NAMES, DomainState, UndefineFlag } from './connection.js';
 import { POOL_NAME } from './pool.js';
 
@@ -17,6 +18,8 @@ export interface DevpivotDomain {
   volumes: string[];
   /** `127.0.0.1:PORT` forwarded to the guest's port 22, when devpivot set one up (`devpivot ssh`). */
   ssh: string | undefined;
+  /** Whether the calling user defined it (vm/owner.ts): always so on their own session daemon. */
+  own: boolean;
 }
 
 export async function listDevpivotDomains(conn: Connection): Promise<DevpivotDomain[]> {
@@ -41,6 +44,7 @@ export async function listDevpivotDomains(conn: Connection): Promise<DevpivotDom
         active,
         volumes: meta.volumes,
         ssh: meta.ssh,
+        own: ownsDomain(meta.owner, conn.uri),
       });
     } finally {
       domain.free();
@@ -84,6 +88,11 @@ export interface CleanupFilter {
   all?: boolean;
   /** Also delete cached base image volumes that no remaining domain uses. */
   images?: boolean;
+  /**
+   * The caller's own sessions (recorded in their state directory). Other users' domains are never touched; a
+   * session's volumes are deleted only when it is one of these or of the caller's own domains.
+   */
+  ownSessions?: Iterable<string>;
 }
 
 export interface CleanupReport {
@@ -106,8 +115,14 @@ export async function cleanup(conn: Connection, filter: CleanupFilter): Promise<
   } catch (error) {
     report.errors.push(`listing domains: ${(error as Error).message}`);
   }
+  const own = new Set([...(filter.ownSessions ?? []), ...domains.filter((d) => d.own).map((d) => d.session)]);
+  const foreign = new Set(domains.filter((d) => !d.own).map((d) => d.session));
+  // A volume whose session has no domain left is the daemon's natural user's (as a domain without an owner is).
+  const orphansMine = ownsDomain(undefined, conn.uri);
+  const mine = (session: string | undefined) =>
+    session !== undefined && (own.has(session) || (orphansMine && !foreign.has(session)));
   const volumesOfRemoved = new Set<string>();
-  for (const info of domains.filter((d) => wanted(d.session))) {
+  for (const info of domains.filter((d) => d.own && wanted(d.session))) {
     try {
       const domain = await conn.lookupDomain(info.name);
       if (!domain) continue;
@@ -130,7 +145,9 @@ export async function cleanup(conn: Connection, filter: CleanupFilter): Promise<
   try {
     const listed = await listDevpivotVolumes(conn);
     volumes = listed
-      .filter((v) => wanted(v.session) || (v.session !== undefined && volumesOfRemoved.has(v.name)))
+      .filter(
+        (v) => (wanted(v.session) && mine(v.session)) || (v.session !== undefined && volumesOfRemoved.has(v.name)),
+      )
       .map((v) => v.name);
     if (filter.images && filter.all) {
       const inUse = new Set(domains.filter((d) => !report.domains.includes(d.name)).map((d) => d.base));

@@ -1,0 +1,63 @@
+/**
+ * On a daemon users share (qemu:///system for the libvirt group), `ps`, `down` and `console` act on the caller's
+ * own domains only: the owner uid devpivot records in each domain's metadata. Checked on libvirt's real test
+ * driver (test:///default: an in-process hypervisor, no VM), with domains carrying devpivot's metadata as
+ * three users would leave them: this process's uid, another uid, and none (defined before owners were recorded).
+ */
+import test from 'ava';
+import { metadataXml, parseMetadata } from '../../src/vm/domain-xml.js';
+import { Connection } from '../../src/vm/libvirt/connection.js';
+import { cleanup, listDevpivotDomains } from '../../src/vm/libvirt/inventory.js';
+import { domainOwner, ownsDomain } from '../../src/vm/owner.js';
+
+const me = process.getuid?.() ?? 0;
+const other = me === 0 ? 1001 : 0;
+
+test('the owner: recorded uid, else the session user on qemu:///session, else root', (t) => {
+  t.is(domainOwner(1001, 'qemu:///system', 0), 1001);
+  t.is(domainOwner(undefined, 'qemu:///session', 1001), 1001);
+  t.is(domainOwner(undefined, 'qemu+ssh://ada@host/session', 1001), 1001);
+  t.is(domainOwner(undefined, 'qemu:///system', 1001), 0);
+  t.true(ownsDomain(1001, 'qemu:///system', 1001));
+  t.false(ownsDomain(0, 'qemu:///system', 1001));
+  t.false(ownsDomain(1001, 'qemu:///system', 0));
+});
+
+test('the owner survives the metadata round trip; a malformed one is ignored', (t) => {
+  const meta = { session: 's', node: 'n', image: 'i', created: 'c', volumes: [], base: 'b', owner: 1001 };
+  t.is(parseMetadata(metadataXml(meta))?.owner, 1001);
+  t.is(parseMetadata(metadataXml({ ...meta, owner: undefined }))?.owner, undefined);
+  const bad = metadataXml(meta).replace('owner="1001"', 'owner="ada"');
+  t.is(parseMetadata(bad)?.owner, undefined);
+});
+
+function domain(session: string, owner: number | undefined): string {
+  const meta = { session, node: 'node1', image: 'i', created: 'c', volumes: [], base: 'b', owner };
+  return `<domain type='test'><name>devpivot-${session}-node1</name><memory>65536</memory><os><type>hvm</type></os><metadata>${metadataXml(meta)}</metadata></domain>`;
+}
+
+test('listing marks only the caller’s domains as own; down --all removes those and leaves the others', async (t) => {
+  // test:///default lives in this process: its domains go with it.
+  const conn = await Connection.open('test:///default');
+  t.teardown(() => conn.close());
+  const sessions = { mine: `own-${process.pid}`, theirs: `theirs-${process.pid}`, legacy: `legacy-${process.pid}` };
+  for (const [session, owner] of [
+    [sessions.mine, me],
+    [sessions.theirs, other],
+    [sessions.legacy, undefined],
+  ] as const)
+    (await conn.defineDomain(domain(session, owner))).free();
+  const listed = (await listDevpivotDomains(conn)).filter((d) => Object.values(sessions).includes(d.session));
+  const own = Object.fromEntries(listed.map((d) => [d.session, d.own]));
+  // test:///default is not a session URI: a domain without an owner is root's.
+  t.deepEqual(own, { [sessions.mine]: true, [sessions.theirs]: false, [sessions.legacy]: me === 0 });
+
+  // The test driver refuses undefine's nvram flag (0x4), so every domain cleanup acts on ends in `domains` or in
+  // an error naming it: which ones it acted on is what this checks.
+  const report = await cleanup(conn, { all: true });
+  const touched = (name: string) =>
+    report.domains.includes(name) || report.errors.some((error) => error.startsWith(`domain ${name}:`));
+  t.true(touched(`devpivot-${sessions.mine}-node1`), JSON.stringify(report));
+  t.false(touched(`devpivot-${sessions.theirs}-node1`), 'another user’s domain is left alone');
+  t.is(touched(`devpivot-${sessions.legacy}-node1`), me === 0);
+});
