@@ -303,6 +303,7 @@ rows.push([
   ),
   raws.map((r) => r.ok).join(','),
 ]);
+if (raws.length === 0) for (const row of rows) row.pop(); // RAW=0: no raw column (it printed NaN)
 const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
 for (const [i, row] of rows.entries()) {
   process.stdout.write(`| ${row.map((cell, col) => cell.padEnd(widths[col]!)).join(' | ')} |\n`);
