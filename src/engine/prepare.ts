@@ -15,7 +15,13 @@ import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { Deps, FixtureArtifacts, PushedImage, RegistryHandle } from './deps.js';
 import { fixtureVersion, resolveImage } from './images.js';
 import { mirroredPull } from './mirror.js';
-import { openRemoteHost, type RemoteHost, remoteDestination, remoteGuestAddress } from './remote-host.js';
+import {
+  isLoopbackHost,
+  openRemoteHost,
+  type RemoteHost,
+  remoteDestination,
+  remoteGuestAddress,
+} from './remote-host.js';
 import { SessionAccess } from './ssh-access.js';
 
 /** What a run made and holds: prepare fills it, steps use it, cleanup removes it. */
@@ -349,6 +355,6 @@ export function guestPullspec(world: World, name: string, node: string): string 
 export function guestHostPort(url: string): string {
   const parsed = new URL(url);
   const port = parsed.port || (parsed.protocol === 'https:' ? '443' : '80');
-  const host = ['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname) ? '10.0.2.2' : parsed.hostname;
+  const host = isLoopbackHost(parsed.hostname) ? '10.0.2.2' : parsed.hostname;
   return `${host}:${port}`;
 }

@@ -9,14 +9,15 @@ import { randomBytes } from 'node:crypto';
 import { basename, join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
-import { type GuestFilterSockets, newFilterSockets } from '../vm/guest-filter.js';
+import { type GuestFilterSockets, newFilterSockets, SUN_PATH_MAX } from '../vm/guest-filter.js';
 import { runRemote } from '../vm/remote/remote-command.js';
 import { openReverseTunnel } from '../vm/remote/reverse-tunnel.js';
 import { type SshDestination, sshDestinationOf } from '../vm/remote/ssh-destination.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-/** A unix socket path is at most 107 bytes (sun_path), there as here. */
-const SUN_PATH_MAX = 107;
+
+/** Whether a URL's hostname is this machine's loopback. */
+export const isLoopbackHost = (hostname: string) => LOOPBACK.has(hostname);
 
 /**
  * The ssh login a run's URI needs a tunnel through; undefined for this host (a local URI, or another transport to
@@ -32,7 +33,7 @@ export function remoteDestination(uri: string | undefined): SshDestination | und
   } catch {
     return undefined; // not a URL: libvirt itself rejects it
   }
-  if (host === '' || LOOPBACK.has(host)) return undefined;
+  if (host === '' || isLoopbackHost(host)) return undefined;
   throw new DevpivotError(
     'REMOTE_TRANSPORT_UNSUPPORTED',
     `--connect ${uri}: guests on ${host} could not reach devpivot's registry on this machine (10.0.2.2 is ${host}'s own loopback), and only an ssh transport can carry a tunnel`,

@@ -28,7 +28,7 @@ export interface GuestFilterStats {
 }
 
 /** A unix socket path is at most 107 bytes (sun_path). */
-const SUN_PATH_MAX = 107;
+export const SUN_PATH_MAX = 107;
 
 /**
  * Where the sockets of a session go: a directory the QEMU user (libvirt-qemu under qemu:///system) can traverse,

@@ -13,19 +13,11 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { Stamped } from '../../src/core/events.js';
+import { processAlive } from '../../src/images/lock.js';
 import { type CliResult, runCli } from '../helpers/cli.js';
 import { startSshd } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/temp.js';
 import { bootedVersions, leftoverDomains, runScenarioCli, session } from './run-scenario.js';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * libvirt's ssh transport records the test sshd's host key in the user's ~/.ssh/known_hosts even with no_verify=1
@@ -69,7 +61,7 @@ steps:
   - ssh: { run: 'grep ^VERSION= /etc/os-release', expect: 'VERSION="2"', within: 3m }
 `,
     );
-    const uri = `qemu+ssh://${sshd.user}@127.0.0.1:${sshd.port}/system?keyfile=${sshd.keyfile}&no_verify=1`;
+    const uri = sshd.uri();
     // --keep: once the run ended, the node stays (served by the run's process) for `devpivot ssh`, then SIGTERM
     // ends the serving and removes it.
     let login: Promise<CliResult> | undefined;
@@ -137,7 +129,7 @@ steps:
     );
 
     // After the run: the tunnel's ssh has ended and the socket directory on the remote host is gone.
-    t.false(alive(Number(pid)), `ssh ${pid} ended`);
+    t.false(processAlive(Number(pid)), `ssh ${pid} ended`);
     t.false(existsSync(socketDir!), `${socketDir} removed`);
     t.deepEqual(leftoverDomains('remote-pivot'), []);
   },

@@ -15,6 +15,7 @@ import type { Stamped } from '../../src/core/events.js';
 import { run } from '../../src/core/exec.js';
 import { remoteDestination, remoteGuestAddress } from '../../src/engine/remote-host.js';
 import { sshArgs } from '../../src/engine/ssh.js';
+import { processAlive } from '../../src/images/lock.js';
 import { startSshd, type TestSshd } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/temp.js';
 import { qemuSide, SYN, tcp } from '../vm/frames.js';
@@ -29,16 +30,6 @@ test.before(async () => {
 test.after.always(async () => {
   await sshd?.stop();
 });
-
-const uriOf = (s: TestSshd) => `qemu+ssh://${s.user}@127.0.0.1:${s.port}/system?keyfile=${s.keyfile}&no_verify=1`;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test.serial('guests learn the remote ports only; their filter, reached through ssh, passes only those', async (t) => {
   const seen: { fromGuestPath?: string; passed?: number[]; resets?: number; socketMode?: number; error?: string } = {};
@@ -76,7 +67,7 @@ steps:
   - up
   - expect: { node: a, booted: fixture:2, within: 10s }
 `,
-    { bus, uri: uriOf(sshd) },
+    { bus, uri: sshd.uri() },
   );
   const logs = events.flatMap((e) => (e.kind === 'log' ? [e.message] : []));
   t.true(result.ok, logs.join('\n'));
@@ -98,7 +89,7 @@ steps:
   t.deepEqual(seen.passed, [nodeRemote], 'the remote port passes the filter');
   t.is(seen.resets, 1, 'the local port gets a reset');
   const pid = Number(/pid (\d+)/.exec(line)?.[1]);
-  t.false(alive(pid), 'cleanup ended ssh');
+  t.false(processAlive(pid), 'cleanup ended ssh');
   t.false(existsSync(socketDir), 'and removed the socket directory there');
 });
 
@@ -170,7 +161,7 @@ steps:
   - up
   - expect: { node: a, booted: fixture:2, within: 2m }
 `,
-    { bus, uri: uriOf(sshd) },
+    { bus, uri: sshd.uri() },
   );
   t.false(result.ok);
   t.true(pid > 0, messages.join('\n'));

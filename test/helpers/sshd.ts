@@ -17,6 +17,8 @@ export interface TestSshd {
   keyfile: string;
   user: string;
   pid: number;
+  /** The libvirt URI that logs in here (`keyfile` another key, for a refused login). */
+  uri(keyfile?: string): string;
   /** What sshd logged so far (LogLevel VERBOSE: one "Accepted publickey for USER" per login). */
   log(): string;
   stop(): Promise<void>;
@@ -75,6 +77,8 @@ export async function startSshd(options: { allowForwarding?: boolean } = {}): Pr
     keyfile: join(dir, 'client_key'),
     user,
     pid: child.pid!,
+    uri: (keyfile = join(dir, 'client_key')) =>
+      `qemu+ssh://${user}@127.0.0.1:${port}/system?keyfile=${keyfile}&no_verify=1`,
     log: () => log,
     stop: () =>
       new Promise<void>((resolve) => {

@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { DevpivotError } from '../../src/core/errors.js';
+import { processAlive } from '../../src/images/lock.js';
 import { openReverseTunnel } from '../../src/vm/remote/reverse-tunnel.js';
 import { sshDestinationOf } from '../../src/vm/remote/ssh-destination.js';
 import { startSshd, type TestSshd } from '../helpers/sshd.js';
@@ -32,28 +33,16 @@ async function serve(body: string): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-const uriOf = (s: TestSshd, keyfile = s.keyfile) =>
-  `qemu+ssh://${s.user}@127.0.0.1:${s.port}/system?keyfile=${keyfile}&no_verify=1`;
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 test.serial('two local ports reach the remote loopback on ports sshd chose; close ends them', async (t) => {
   const [a, b] = [await serve('registry'), await serve('node1 port')];
-  const tunnel = await openReverseTunnel({ destination: sshDestinationOf(uriOf(sshd))!, localPorts: [a, b] });
+  const tunnel = await openReverseTunnel({ destination: sshDestinationOf(sshd.uri())!, localPorts: [a, b] });
   const [ra, rb] = [tunnel.remotePorts.get(a)!, tunnel.remotePorts.get(b)!];
   t.truthy(ra && rb, JSON.stringify([...tunnel.remotePorts]));
   t.true(ra !== a && rb !== b && ra !== rb, 'remote ports are the remote host’s choice');
   t.is(await (await fetch(`http://127.0.0.1:${ra}/v2/`)).text(), 'registry');
   t.is(await (await fetch(`http://127.0.0.1:${rb}/`)).text(), 'node1 port');
   await tunnel.close();
-  t.false(alive(tunnel.pid), 'ssh ended');
+  t.false(processAlive(tunnel.pid), 'ssh ended');
   await t.throwsAsync(fetch(`http://127.0.0.1:${ra}/v2/`), undefined, 'the remote port is gone');
 });
 
@@ -63,7 +52,7 @@ test.serial('a key sshd does not know: SSH_TUNNEL_FAILED with ssh’s reason, at
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', `${dir}/other`]);
   const started = Date.now();
   const error = await t.throwsAsync(
-    openReverseTunnel({ destination: sshDestinationOf(uriOf(sshd, `${dir}/other`))!, localPorts: [await serve('x')] }),
+    openReverseTunnel({ destination: sshDestinationOf(sshd.uri(`${dir}/other`))!, localPorts: [await serve('x')] }),
     { instanceOf: DevpivotError },
   );
   t.is(error.code, 'SSH_TUNNEL_FAILED');
@@ -75,7 +64,7 @@ test.serial('an sshd that refuses forwarding: ssh exits (ExitOnForwardFailure) a
   const strict = await startSshd({ allowForwarding: false });
   t.teardown(() => strict.stop());
   const error = await t.throwsAsync(
-    openReverseTunnel({ destination: sshDestinationOf(uriOf(strict))!, localPorts: [await serve('x')] }),
+    openReverseTunnel({ destination: sshDestinationOf(strict.uri())!, localPorts: [await serve('x')] }),
     { instanceOf: DevpivotError },
   );
   t.is(error.code, 'SSH_TUNNEL_FAILED');
@@ -108,7 +97,7 @@ test.serial(
     const port = await serve('registry');
     const remote = `${dir}/remote.sock`;
     const tunnel = await openReverseTunnel({
-      destination: sshDestinationOf(uriOf(sshd))!,
+      destination: sshDestinationOf(sshd.uri())!,
       localPorts: [port],
       sockets: [{ remote, local }],
     });
@@ -123,7 +112,7 @@ test.serial(
     });
     t.is(reply, 'filter side');
     await tunnel.close();
-    t.false(alive(tunnel.pid));
+    t.false(processAlive(tunnel.pid));
   },
 );
 
@@ -132,7 +121,7 @@ test.serial('a socket whose remote directory is missing: SSH_TUNNEL_FAILED namin
   const remote = `${dir}/missing/remote.sock`;
   const error = await t.throwsAsync(
     openReverseTunnel({
-      destination: sshDestinationOf(uriOf(sshd))!,
+      destination: sshDestinationOf(sshd.uri())!,
       localPorts: [],
       sockets: [{ remote, local: `${dir}/local.sock` }],
     }),
