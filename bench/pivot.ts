@@ -5,14 +5,15 @@
  * per-phase times (seconds from the spawn, from the events' own timestamps), devpivot's CPU share of one core,
  * its peak RSS, the four/one ratio and devpivot/raw, each beside its target (issue 15 items 4 and 5).
  * Not a test: a benchmark that prints a table. RUNS=N repeats each scenario (median reported); NODES=1,4 picks
- * the devpivot runs; RAW=0 skips the raw harness.
+ * the devpivot runs; RAW=0 skips the raw harness; EVENTS=dir keeps each run's NDJSON there.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RawHarness, type RawResult } from './raw-pivot.js';
+import { SPLIT_ROWS, splitPivot } from './split.js';
 
 interface Event {
   kind: string;
@@ -39,8 +40,8 @@ interface Measured {
   peak?: MemorySample & { during: string };
   /** Seconds from the spawn to each phase's first occurrence (last node for multi-node runs). */
   phases: Map<string, number>;
-  /** Per boot of the first node: seconds spent in each boot phase (BOOT_PHASES). */
-  boots: Map<string, number>[];
+  /** Per node: seconds in each phase of its pivot (bench/split.ts, SPLIT_ROWS). */
+  splits: Map<string, Map<string, number>>;
 }
 
 interface MemorySample {
@@ -72,50 +73,6 @@ const PHASES: [string, (event: Event) => boolean][] = [
   ['booted v2', (e) => e.kind === 'guest.booted' && e.version === '2'],
   ['run end', (e) => e.kind === 'run.end'],
 ];
-
-/**
- * Boot phases, each ending at the first console line that matches: firmware and GRUB end when the kernel prints
- * its banner, the kernel when it runs the initramfs, the initramfs when the root's init starts (systemd's banner;
- * `fixture-init:` was the pre-systemd fixture's init), userspace when the boot report arrives.
- */
-const BOOT_PHASES: [string, (event: Event) => boolean][] = [
-  ['firmware+grub', (e) => e.kind === 'vm.console' && /Linux version \d/.test(e.line ?? '')],
-  ['kernel', (e) => e.kind === 'vm.console' && /Run \/init as init process/.test(e.line ?? '')],
-  [
-    'initramfs',
-    (e) => e.kind === 'vm.console' && /systemd\[1\]: systemd \d+|Welcome to |fixture-init: /.test(e.line ?? ''),
-  ],
-  ['userspace ready', (e) => e.kind === 'guest.booted'],
-];
-
-/** Split the first node's events into boots (at vm.started / vm.reboot) and time each boot phase. */
-function bootPhases(events: Event[]): Map<string, number>[] {
-  const node = events.find((e) => e.kind === 'vm.started')?.node;
-  const boots: Map<string, number>[] = [];
-  let start = 0;
-  let next = 0;
-  let current: Map<string, number> | undefined;
-  for (const event of events) {
-    if (event.node !== node) continue;
-    if (event.kind === 'vm.started' || event.kind === 'vm.reboot') {
-      current = new Map();
-      boots.push(current);
-      start = event.at;
-      next = 0;
-      continue;
-    }
-    if (!current || next >= BOOT_PHASES.length) continue;
-    // A phase whose marker never shows (a guest without it) is skipped: the next marker closes both.
-    for (let i = next; i < BOOT_PHASES.length; i++) {
-      if (!BOOT_PHASES[i]![1](event)) continue;
-      current.set(BOOT_PHASES[i]![0], (event.at - start) / 1000);
-      start = event.at;
-      next = i + 1;
-      break;
-    }
-  }
-  return boots;
-}
 
 /** The node process GNU time started (its only child): its own VmHWM is read while it runs. */
 function childOf(pid: number): number | undefined {
@@ -196,6 +153,9 @@ function runScenario(file: string): Promise<Measured> {
       current = undefined;
       const time = /TIME (\S+) (\S+) (\S+) (\d+)/.exec(stderr);
       if (!time) return reject(new Error(`no timing from /usr/bin/time:\n${stderr.slice(-2000)}`));
+      // EVENTS=dir keeps each run's NDJSON (to split again, or read what the guest printed).
+      if (process.env.EVENTS)
+        writeFileSync(join(process.env.EVENTS, `${basename(file, '.yaml')}-${spawned}.ndjson`), stdout);
       const events = stdout
         .split('\n')
         .filter((line) => line.startsWith('{'))
@@ -217,12 +177,17 @@ function runScenario(file: string): Promise<Measured> {
         peakRssMiB: Number(time[4]) / 1024,
         ...(ownHwm !== undefined ? { ownHwmMiB: ownHwm / 1024 } : {}),
         phases,
-        boots: bootPhases(events),
+        splits: new Map(nodesOf(events).map((node) => [node, splitPivot(events, node)])),
         ...(pushed?.ref ? { pushed: pushed.ref } : {}),
         peak: peakOf(memlog, events),
       });
     });
   });
+}
+
+/** The nodes in the order they started. */
+function nodesOf(events: Event[]): string[] {
+  return [...new Set(events.filter((e) => e.kind === 'vm.started' && e.node).map((e) => e.node!))];
 }
 
 function median(values: number[]): number {
@@ -256,8 +221,13 @@ const raw = new RawHarness();
 // Ctrl-C: devpivot (same process group) cleans up its own; the raw harness removes its domain, files and server.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    current?.kill(signal);
-    void raw.cleanup().finally(() => process.exit(130));
+    // Wait for devpivot's own clean-up (it removes its VM on the signal); exiting first left the domain running.
+    const child = current;
+    const closed = new Promise((resolve) =>
+      child && child.exitCode === null ? child.once('close', resolve) : resolve(0),
+    );
+    child?.kill(signal);
+    void Promise.all([closed, raw.cleanup()]).finally(() => process.exit(130));
   });
 }
 
@@ -309,15 +279,22 @@ for (const [i, row] of rows.entries()) {
   process.stdout.write(`| ${row.map((cell, col) => cell.padEnd(widths[col]!)).join(' | ')} |\n`);
   if (i === 0) process.stdout.write(`|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|\n`);
 }
-process.stdout.write('\n| boot phase (s), one node | boot 1 (v1, Ignition) | boot 2 (v2) |\n|---|---|---|\n');
-for (const [name] of [...BOOT_PHASES, ['total']] as [string][]) {
-  const get = (boot: number) =>
-    pick(one, (r) =>
-      name === 'total'
-        ? [...(r.boots[boot]?.values() ?? [])].reduce((a, b) => a + b, 0) || undefined
-        : r.boots[boot]?.get(name),
-    );
-  process.stdout.write(`| ${name} | ${get(0)} | ${get(1)} |\n`);
+// Per node and phase (bench/split.ts): where each node's seconds go, VM start → its second boot's report. The raw
+// harness's column is its whole run (it has no event stream): the floor the one-node total compares with.
+for (const count of counts) {
+  const runs = results.get(count)!;
+  const nodes = [...(runs[0]?.splits.keys() ?? [])];
+  const header = [
+    'phase (s), ' + label(count),
+    ...nodes,
+    ...(count === '1' && raws.length > 0 ? ['raw (1 node)'] : []),
+  ];
+  process.stdout.write(`\n| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|\n`);
+  for (const row of SPLIT_ROWS) {
+    const cells = nodes.map((node) => pick(runs, (r) => r.splits.get(node)?.get(row)));
+    if (count === '1' && raws.length > 0) cells.push(row === 'total' ? rawBooted.toFixed(1) : '');
+    process.stdout.write(`| ${row} | ${cells.join(' | ')} |\n`);
+  }
 }
 const bootedV2 = (count: string) =>
   median((results.get(count) ?? []).map((r) => r.phases.get('booted v2') ?? Number.NaN));

@@ -20,6 +20,7 @@ import { promisify } from 'node:util';
 import { stateDir } from '../src/core/paths.js';
 import { generateIgnition } from '../src/ignition/index.js';
 import { loadFixture } from '../src/images/fixture.js';
+import { probeAccel } from '../src/vm/accel.js';
 import { baseVolumeName, domainXml, fwCfgMethod } from '../src/vm/domain-xml.js';
 import { digestCacheFile, imageDigest, inspectQcow2 } from '../src/vm/qcow2.js';
 
@@ -164,7 +165,8 @@ export class RawHarness {
       const xml = domainXml({
         name: this.name,
         metadata: { session: 'bench-raw', node: 'node1', image: 'fixture:1', created: '', volumes: [], base },
-        domainType: existsSync('/dev/kvm') ? 'kvm' : 'qemu',
+        // devpivot's own choice (a KVM boot probe): /dev/kvm existing is not enough (an MSR abort on this host).
+        domainType: (await probeAccel()).domainType,
         memoryMiB: 1024,
         vcpus: 1,
         firmware: 'bios',

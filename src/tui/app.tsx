@@ -110,7 +110,7 @@ export function StepLine({ step }: { step: StepView }) {
   );
 }
 
-const BUSY = new Set(['booting', 'defined', 'pulling', 'staging', 'staged', 'rebooting', 'ignition done']);
+const BUSY = new Set(['booting', 'defined', 'pulling', 'importing', 'staging', 'staged', 'rebooting', 'ignition done']);
 
 function NodeRow({
   node,
@@ -131,13 +131,17 @@ function NodeRow({
       : node.phase === 'booted' || node.phase === 'already at target'
         ? '●'
         : '·';
-  const versions = `${node.from ?? '?'} → ${node.current && node.current !== node.from ? node.current : (node.target ?? '—')}`;
+  // The target keeps the scenario's name from the first frame to the last; the version booted since is added.
+  const moved = node.current !== undefined && node.current !== node.from;
+  const versions = node.target
+    ? `${node.from ?? '?'} → ${node.target}${moved ? ` (at ${node.current})` : ''}`
+    : `${node.from ?? '?'} → ${moved ? node.current : '—'}`;
   return (
     <Box flexDirection="column">
       <Text inverse={selected}>
         {selected ? '›' : ' '} <Text bold>{node.name.padEnd(10)}</Text>{' '}
         <Text color={failed ? 'red' : 'cyan'}>{mark}</Text> {node.phase.padEnd(17)} {versions.padEnd(18)}
-        {node.progress
+        {node.progress && node.phase === 'pulling'
           ? ` ${bar(node.progress.sent, node.progress.total)} ${percent(node.progress.sent, node.progress.total)}%`
           : ''}
         {`  reboots ${node.reboots}`}

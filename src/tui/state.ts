@@ -5,7 +5,11 @@ import type { Scenario } from '../scenario/types.js';
 /** The interactive view's state: a pure fold of bus events and key presses (no I/O, unit-tested). */
 export interface NodeView {
   name: string;
-  /** defined, booting, ignition, booted, pulling, staging, staged, rebooting, skipped, failed, stopped, ... */
+  /**
+   * defined, booting, ignition, booted, pulling, importing, staging, staged, rebooting, skipped, failed, stopped,
+   * ... `importing` is the view's own: the pull's largest blob has been sent in full and the guest is checking and
+   * importing it (its next report is `staging`), which a frozen "pulling 100 %" hid.
+   */
   phase: string;
   /** Version of the first boot, and of the latest one. */
   from?: string;
@@ -192,11 +196,18 @@ function onEvent(state: ViewState, event: Stamped): ViewState {
       // port (devpivot itself, an external client): no node's pull.
       const pulling = event.node;
       if (pulling === undefined) return state;
-      return updateNode(state, pulling, (node) =>
-        !node.progress || event.total >= node.progress.total || node.progress.sent >= node.progress.total
-          ? { ...node, progress: { sent: event.sent, total: event.total } }
-          : node,
-      );
+      return updateNode(state, pulling, (node) => {
+        const replace =
+          !node.progress || event.total >= node.progress.total || node.progress.sent >= node.progress.total;
+        if (!replace) return node;
+        // The largest blob is in: the rest of the pull is the guest's checksum and import.
+        const downloaded = node.phase === 'pulling' && event.total > 0 && event.sent >= event.total;
+        return {
+          ...node,
+          progress: { sent: event.sent, total: event.total },
+          ...(downloaded ? { phase: 'importing' } : {}),
+        };
+      });
     }
     default:
       return state;

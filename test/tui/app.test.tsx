@@ -65,6 +65,27 @@ test('header, node rows, running step and console pane', async (t) => {
   view.unmount();
 });
 
+test('the target keeps its scenario name through the pivot; importing replaces a full bar', async (t) => {
+  const { view, emit } = await setup();
+  const before = await frameMatching(view, /node1/);
+  t.regex(before, /node1 +\S? ?waiting +\? → fixture:2/);
+  await emit(
+    { kind: 'vm.started', node: 'node1', domain: 'd1' },
+    { kind: 'guest.booted', node: 'node1', bootId: 'b', version: '1', commit: 'c' },
+    { kind: 'guest.pivot', node: 'node1', phase: 'pulling', target: 't' },
+    { kind: 'blob.progress', repository: 'r', digest: 'sha256:x', sent: 100, total: 100, client: 'c', node: 'node1' },
+  );
+  const importing = await frameMatching(view, /importing/);
+  t.regex(importing, /node1 +\S importing +1 → fixture:2 +reboots 0/);
+  t.notRegex(importing, /100%/);
+  await emit(
+    { kind: 'vm.reboot', node: 'node1', domain: 'd1' },
+    { kind: 'guest.booted', node: 'node1', bootId: 'b2', version: '2', commit: 'd' },
+  );
+  t.regex(await frameMatching(view, /at 2/), /node1 +\S booted +1 → fixture:2 \(at 2\)/);
+  view.unmount();
+});
+
 test('keys: Tab selects the next node, c hides the console, k quits keeping the VMs', async (t) => {
   const { view, emit, quits } = await setup();
   await emit({ kind: 'vm.console', node: 'node2', line: 'hello from node2' });

@@ -161,3 +161,25 @@ test("each node's bar shows its own pull: interleaved blob.progress of two nodes
     [undefined, undefined],
   );
 });
+
+test('a node whose pull has sent its largest blob in full shows importing until the guest reports staging', (t) => {
+  const blob = (sent: number, total: number): DevpivotEvent => ({
+    kind: 'blob.progress',
+    repository: 'r',
+    digest: 'sha256:l',
+    sent,
+    total,
+    client: '127.0.0.1:1',
+    node: 'a',
+  });
+  const pulling = fold([
+    { kind: 'guest.booted', node: 'a', bootId: 'b1', version: '1', commit: 'c1' },
+    { kind: 'guest.pivot', node: 'a', phase: 'pulling', target: 'x' },
+    blob(30, 40),
+  ]);
+  t.is(pulling.nodes[0]!.phase, 'pulling');
+  const importing = fold([blob(40, 40)], pulling);
+  t.like(importing.nodes[0], { phase: 'importing', progress: { sent: 40, total: 40 } });
+  t.is(fold([blob(1, 2)], importing).nodes[0]!.phase, 'importing', 'a small blob after it does not undo it');
+  t.is(fold([{ kind: 'guest.pivot', node: 'a', phase: 'staging', target: 'x' }], importing).nodes[0]!.phase, 'staging');
+});

@@ -1,0 +1,91 @@
+// `npm run test:vm`: the VM test files on two lanes (2 cores), heaviest recorded file first, each file in its own
+// ava process so that its wall time is known; files in EXCLUSIVE run with the other lane idle (a four-VM file
+// beside another multi-VM file oversubscribes the cores and slows both). At the end: the failures and the ten
+// slowest files. The times are recorded in test/vm-timings.json (seconds per file, the latest passing run) and
+// order the next run; a file without a record weighs the mean of the known ones. Arguments: files to run instead
+// of all (dist/test/**/*.vm.test.js); LANES=N changes the lane count.
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const TIMINGS = 'test/vm-timings.json';
+const EXCLUSIVE = new Set(['dist/test/e2e/four-nodes.vm.test.js']);
+const LANES = Number.parseInt(process.env.LANES ?? '2', 10);
+
+function vmFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return vmFiles(path);
+    return entry.name.endsWith('.vm.test.js') ? [relative('.', path)] : [];
+  });
+}
+
+const recorded = existsSync(TIMINGS) ? JSON.parse(readFileSync(TIMINGS, 'utf8')) : {};
+const files = process.argv.length > 2 ? process.argv.slice(2) : vmFiles('dist/test').sort();
+const known = files.map((file) => recorded[file]).filter((value) => typeof value === 'number');
+const mean = known.length > 0 ? known.reduce((a, b) => a + b, 0) / known.length : 1;
+const weight = (file) => recorded[file] ?? mean;
+// Longest first onto whichever lane frees up: list scheduling, which adapts to the machine's noise.
+const queue = [...files].sort((a, b) => weight(b) - weight(a) || (a < b ? -1 : 1));
+
+const results = [];
+let running = 0;
+let exclusive = false;
+
+function runFile(file) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const name = file.replace(/^dist\/test\//, '').replace(/\.vm\.test\.js$/, '');
+    const child = spawn('npx', ['ava', '--config', 'ava.vm.config.js', file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, FORCE_COLOR: '0' },
+    });
+    const prefix = (chunk) => {
+      for (const line of chunk.toString().split('\n')) if (line.trim()) process.stdout.write(`[${name}] ${line}\n`);
+    };
+    child.stdout.on('data', prefix);
+    child.stderr.on('data', prefix);
+    child.on('close', (code) => {
+      const seconds = (Date.now() - started) / 1000;
+      results.push({ file, seconds, ok: code === 0 });
+      process.stdout.write(`[${name}] ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${format(seconds)}\n`);
+      resolve();
+    });
+  });
+}
+
+function format(seconds) {
+  return `${Math.floor(seconds / 60)}m${String(Math.round(seconds % 60)).padStart(2, '0')}s`;
+}
+
+async function lane() {
+  while (queue.length > 0) {
+    // An exclusive file waits for the other lanes to drain; while it runs, nothing else starts.
+    const next = queue.findIndex((file) => !EXCLUSIVE.has(file) || running === 0);
+    if (exclusive || next < 0) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      continue;
+    }
+    const [file] = queue.splice(next, 1);
+    running++;
+    if (EXCLUSIVE.has(file)) exclusive = true;
+    await runFile(file);
+    if (EXCLUSIVE.has(file)) exclusive = false;
+    running--;
+  }
+}
+
+const t0 = Date.now();
+await Promise.all(Array.from({ length: LANES }, lane));
+for (const { file, seconds, ok } of results) if (ok) recorded[file] = Math.round(seconds);
+writeFileSync(TIMINGS, `${JSON.stringify(Object.fromEntries(Object.entries(recorded).sort()), null, 2)}\n`);
+
+const failed = results.filter((r) => !r.ok);
+process.stdout.write(
+  `\nVM suite: ${results.length - failed.length}/${results.length} files passed in ${format((Date.now() - t0) / 1000)}\n`,
+);
+for (const { file } of failed) process.stdout.write(`  FAILED ${file}\n`);
+process.stdout.write('slowest ten files:\n');
+for (const { file, seconds, ok } of [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10))
+  process.stdout.write(`  ${format(seconds).padStart(6)}  ${file}${ok ? '' : ' (failed)'}\n`);
+process.exitCode = failed.length > 0 ? 1 : 0;
