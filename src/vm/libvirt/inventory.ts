@@ -116,11 +116,14 @@ export async function cleanup(conn: Connection, filter: CleanupFilter): Promise<
     report.errors.push(`listing domains: ${(error as Error).message}`);
   }
   const own = new Set([...(filter.ownSessions ?? []), ...domains.filter((d) => d.own).map((d) => d.session)]);
+  // Ownership decides, never the session id alone: a session id another user's domain holds (two users may both
+  // choose `ci-42`) is theirs, whatever the caller's own records say, and so is every volume their domains use.
   const foreign = new Set(domains.filter((d) => !d.own).map((d) => d.session));
+  const foreignVolumes = new Set(domains.filter((d) => !d.own).flatMap((d) => d.volumes));
   // A volume whose session has no domain left is the daemon's natural user's (as a domain without an owner is).
   const orphansMine = ownsDomain(undefined, conn.uri);
   const mine = (session: string | undefined) =>
-    session !== undefined && (own.has(session) || (orphansMine && !foreign.has(session)));
+    session !== undefined && !foreign.has(session) && (own.has(session) || orphansMine);
   const volumesOfRemoved = new Set<string>();
   for (const info of domains.filter((d) => d.own && wanted(d.session))) {
     try {
@@ -146,7 +149,9 @@ export async function cleanup(conn: Connection, filter: CleanupFilter): Promise<
     const listed = await listDevpivotVolumes(conn);
     volumes = listed
       .filter(
-        (v) => (wanted(v.session) && mine(v.session)) || (v.session !== undefined && volumesOfRemoved.has(v.name)),
+        (v) =>
+          !foreignVolumes.has(v.name) &&
+          ((wanted(v.session) && mine(v.session)) || (v.session !== undefined && volumesOfRemoved.has(v.name))),
       )
       .map((v) => v.name);
     if (filter.images && filter.all) {
