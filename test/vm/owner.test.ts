@@ -4,9 +4,14 @@
  * driver (test:///default: an in-process hypervisor, no VM), with domains carrying devpivot's metadata as
  * three users would leave them: this process's uid, another uid, and none (defined before owners were recorded).
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
+import { EventBus } from '../../src/core/bus.js';
+import type { DevpivotError } from '../../src/core/errors.js';
 import { metadataXml, parseMetadata, volumeXml } from '../../src/vm/domain-xml.js';
 import { Connection } from '../../src/vm/libvirt/connection.js';
+import { openHost } from '../../src/vm/libvirt/host.js';
 import { cleanup, listDevpivotDomains } from '../../src/vm/libvirt/inventory.js';
 import { ensurePool } from '../../src/vm/libvirt/pool.js';
 import { domainOwner, ownsDomain } from '../../src/vm/owner.js';
@@ -94,4 +99,29 @@ test('down --session of a session id another user’s domain holds leaves their 
     volume.free();
   }
   for (const name of volumes) t.true(left.includes(name), `${name} deleted`);
+});
+
+test('up with a session id another user’s domain holds is refused with VM_SESSION_TAKEN before anything', async (t) => {
+  const conn = await Connection.open('test:///default');
+  t.teardown(() => conn.close());
+  const session = `taken-${process.pid}`;
+  (await conn.defineDomain(domain(session, other))).free();
+  const state = tempDir('devpivot-owner-state-');
+  const error = await t.throwsAsync(
+    openHost({ uri: 'test:///default', sessionId: session, bus: new EventBus(), stateDir: state, domainType: 'qemu' }),
+  );
+  t.is((error as DevpivotError).code as string, 'VM_SESSION_TAKEN', error?.message);
+  t.regex(error?.message ?? '', /another user/);
+  t.false(existsSync(join(state, 'sessions', session)), 'the session was recorded');
+  // The caller's own session id is not refused.
+  const mine = `free-${process.pid}`;
+  (await conn.defineDomain(domain(mine, me))).free();
+  const host = await openHost({
+    uri: 'test:///default',
+    sessionId: mine,
+    bus: new EventBus(),
+    stateDir: state,
+    domainType: 'qemu',
+  });
+  await host.close();
 });

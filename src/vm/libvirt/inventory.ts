@@ -1,3 +1,4 @@
+import { DevpivotError } from '../../core/errors.js';
 import { BASE_VOLUME_PATTERN, DEVPIVOT_XMLNS, parseMetadataElement, startedAttribute } from '../domain-xml.js';
 import { ownsDomain } from '../owner.js';
 import { type Connection, DOMAIN_STATE_NAMES, DomainState, UndefineFlag } from './connection.js';
@@ -51,6 +52,19 @@ export async function listDevpivotDomains(conn: Connection): Promise<DevpivotDom
     }
   }
   return result.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * Refuse a session id another user's domain holds on this daemon (qemu:///system is shared): their volumes carry the
+ * same names (`devpivot-<session>--<node>…`), so using it would replace or delete their objects.
+ */
+export async function assertSessionFree(conn: Connection, session: string): Promise<void> {
+  const holder = (await listDevpivotDomains(conn)).find((d) => d.session === session && !d.own);
+  if (holder)
+    throw new DevpivotError(
+      'VM_SESSION_TAKEN',
+      `session id '${session}' is another user's on ${conn.uri} (${holder.name})`,
+    );
 }
 
 export interface DevpivotVolume {
