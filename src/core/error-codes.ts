@@ -142,6 +142,10 @@ const CATALOG = {
   CONSOLE_LOG_MISSING: { title: 'No console log for that node' },
 
   // ssh to nodes
+  REMOTE_HOST_INVALID: {
+    title: 'The remote host of the libvirt URI is not a host name',
+    hint: 'give qemu+ssh://USER@HOST/system with a host name or address',
+  },
   SSH_MISSING: {
     title: 'The OpenSSH client (ssh, ssh-keygen) is not installed',
     hint: 'install it: apt-get install openssh-client',

@@ -86,8 +86,9 @@ export interface SshTarget {
 }
 
 /**
- * The ssh command line. The nodes are the session's own ephemeral machines: their host keys are accepted
- * without asking (StrictHostKeyChecking=no), but recorded in the session's known_hosts and nowhere else; the
+ * The ssh command line. The nodes are the session's own ephemeral machines: a node's host key is learnt at first
+ * contact (StrictHostKeyChecking=accept-new) into the session's known_hosts and nowhere else, and a changed key is
+ * then refused; the
  * user's ssh configuration, agent and keys are left out so the session key is the only one offered.
  */
 export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: boolean; batch?: boolean } = {}) {
@@ -106,7 +107,7 @@ export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: 
     '-o',
     'GlobalKnownHostsFile=/dev/null',
     '-o',
-    'StrictHostKeyChecking=no',
+    'StrictHostKeyChecking=accept-new',
     '-o',
     `HostKeyAlias=${alias}`,
     '-o',
@@ -124,8 +125,8 @@ export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: 
   if (options.batch) args.push('-o', 'BatchMode=yes');
   if (options.tty === true) args.push('-t');
   if (options.tty === false) args.push('-T');
-  args.push(`${target.user ?? SSH_USER}@127.0.0.1`);
-  if (options.command && options.command.length > 0) args.push('--', ...options.command);
+  // `--` before the destination: after it ssh reads no option, so the command follows the destination as is.
+  args.push('--', `${target.user ?? SSH_USER}@127.0.0.1`, ...(options.command ?? []));
   return args;
 }
 
@@ -134,7 +135,7 @@ export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: 
  * runs ProxyCommand with the user's shell and expands `%` tokens in it (ssh_config(5)), hence the quoting.
  */
 function proxyCommand(via: SshDestination): string {
-  const words = ['ssh', ...sshOptionsOf(via), '-W', '%h:%p', via.host];
+  const words = ['ssh', ...sshOptionsOf(via), '-W', '%h:%p', '--', via.host];
   return words.map((word) => (word === '%h:%p' ? word : shellQuote(word).replace(/%/g, '%%'))).join(' ');
 }
 
