@@ -37,10 +37,16 @@ function paths(stateDir: string, sessionId: string) {
   return { dir, key: join(dir, 'id_ed25519'), knownHosts: join(dir, 'known_hosts') };
 }
 
-/** The session's key pair, generated with `ssh-keygen` the first time. */
+/**
+ * The session's key pair, generated with `ssh-keygen` the first time. A run creates its nodes afresh, so host keys an
+ * earlier run of this session id learnt are forgotten here; each node's is learnt again at first contact.
+ */
 export async function ensureSessionKey(stateDir: string, sessionId: string): Promise<SessionKey> {
   const existing = await readSessionKey(stateDir, sessionId);
-  if (existing) return existing;
+  if (existing) {
+    await rm(existing.knownHosts, { force: true });
+    return existing;
+  }
   const { dir, key, knownHosts } = paths(stateDir, sessionId);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const result = await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `devpivot-${sessionId}`, '-f', key], {
