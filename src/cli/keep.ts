@@ -15,6 +15,19 @@ import { handOffRemoval } from './handoff.js';
 interface Keeper {
   pid: number;
   since: string;
+  /** The keeper's start time in clock ticks since boot (/proc/PID/stat field 22): a recycled pid has another. */
+  startTime?: string;
+}
+
+/** A process's start time (/proc/PID/stat field 22), or undefined when it is gone. */
+function startTimeOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after its closing one.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
 }
 
 function keeperFile(state: string, sessionId: string): string {
@@ -30,7 +43,10 @@ export async function serveKept(kept: KeptRun, context: CommandContext, state: s
   );
   const file = keeperFile(state, kept.sessionId);
   await mkdir(join(file, '..'), { recursive: true });
-  await writeFile(file, `${JSON.stringify({ pid: process.pid, since: new Date().toISOString() } satisfies Keeper)}\n`);
+  await writeFile(
+    file,
+    `${JSON.stringify({ pid: process.pid, since: new Date().toISOString(), startTime: startTimeOf(process.pid) } satisfies Keeper)}\n`,
+  );
   try {
     if (context.interrupts) {
       const serving = context.interrupts.serve();
@@ -53,7 +69,7 @@ export async function serveKept(kept: KeptRun, context: CommandContext, state: s
   }
 }
 
-/** The pid of the process serving a kept session, if one is alive and is devpivot. */
+/** The pid of the process serving a kept session, if that very process is still alive. */
 export async function keeperOf(state: string, sessionId: string): Promise<number | undefined> {
   let keeper: Keeper;
   try {
@@ -62,13 +78,9 @@ export async function keeperOf(state: string, sessionId: string): Promise<number
     return undefined;
   }
   if (!Number.isInteger(keeper.pid) || keeper.pid <= 1 || keeper.pid === process.pid) return undefined;
-  try {
-    // A recycled pid is not ours to signal: the process must still be a devpivot.
-    const cmdline = readFileSync(`/proc/${keeper.pid}/cmdline`, 'utf8');
-    return cmdline.includes('devpivot') ? keeper.pid : undefined;
-  } catch {
-    return undefined;
-  }
+  // A recycled pid is not ours to signal: the process must be the one that wrote the file (same start time).
+  const startTime = startTimeOf(keeper.pid);
+  return startTime !== undefined && startTime === keeper.startTime ? keeper.pid : undefined;
 }
 
 /** Ask the keeper of a session to clean up and exit (SIGTERM); resolves once it is gone or `ms` passed. */

@@ -6,7 +6,7 @@ import type { RunResult } from '../engine/engine.js';
 import type { Presenter } from '../report/presenter.js';
 import { type LoadOptions, loadScenarios } from '../scenario/parse.js';
 import type { Scenario } from '../scenario/types.js';
-import { newSessionId } from '../vm/sessions.js';
+import { assertValidSessionId, newSessionId } from '../vm/sessions.js';
 import { type CommandContext, connectOption, type OptionSpec } from './command.js';
 import { handOffRemoval } from './handoff.js';
 import { serveKept } from './keep.js';
@@ -50,6 +50,9 @@ export async function runScenarioFiles(
       '--keep takes one scenario file',
       'run the scenario to keep on its own: devpivot up FILE --keep',
     );
+  // Before anything: the id names a directory under the state directory and every libvirt object.
+  const chosenSession = args.string('session');
+  if (chosenSession !== undefined) assertValidSessionId(chosenSession);
   const scenarios = await loadScenarios(files, scenarioEnvironment(libvirtUri(args.string('connect'), env)), load);
   const [{ runScenarioServing }, { realDeps }, { createJunitReporter, mergeJunit }] = await Promise.all([
     import('../engine/engine.js'),

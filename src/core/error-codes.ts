@@ -124,6 +124,10 @@ const CATALOG = {
   },
   VM_NODE_EXISTS: { title: 'A node of that name already exists in this session' },
   VM_NAME_TAKEN: { title: "A domain of that name exists and is not this session's" },
+  VM_SESSION_TAKEN: {
+    title: "The session id is another user's on this daemon",
+    hint: 'choose another session id with --session ID (or leave it out for a random one)',
+  },
   VM_NOT_FOUND: {
     title: 'No such node (domain)',
     hint: 'list nodes with `devpivot ps`; pick a session with --session ID',
@@ -138,6 +142,10 @@ const CATALOG = {
   CONSOLE_LOG_MISSING: { title: 'No console log for that node' },
 
   // ssh to nodes
+  REMOTE_HOST_INVALID: {
+    title: 'The remote host of the libvirt URI is not a host name',
+    hint: 'give qemu+ssh://USER@HOST/system with a host name or address',
+  },
   SSH_MISSING: {
     title: 'The OpenSSH client (ssh, ssh-keygen) is not installed',
     hint: 'install it: apt-get install openssh-client',

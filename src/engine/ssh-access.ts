@@ -100,6 +100,8 @@ export class SessionAccess {
       access.filter = await GuestFilter.start({
         dir: guestFilterDir(this.sessionId),
         ...(forwarded ? { sockets: forwarded.local } : {}),
+        // A remote QEMU reaches these through this user's own ssh client: the sockets can be the caller's only.
+        qemuIsCaller: this.remote !== undefined,
         policy: { hostTcpPorts: [this.hostTcpPort(node)] },
         onBlocked: (what) =>
           this.bus.emit({

@@ -37,10 +37,16 @@ function paths(stateDir: string, sessionId: string) {
   return { dir, key: join(dir, 'id_ed25519'), knownHosts: join(dir, 'known_hosts') };
 }
 
-/** The session's key pair, generated with `ssh-keygen` the first time. */
+/**
+ * The session's key pair, generated with `ssh-keygen` the first time. A run creates its nodes afresh, so host keys an
+ * earlier run of this session id learnt are forgotten here; each node's is learnt again at first contact.
+ */
 export async function ensureSessionKey(stateDir: string, sessionId: string): Promise<SessionKey> {
   const existing = await readSessionKey(stateDir, sessionId);
-  if (existing) return existing;
+  if (existing) {
+    await rm(existing.knownHosts, { force: true });
+    return existing;
+  }
   const { dir, key, knownHosts } = paths(stateDir, sessionId);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const result = await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `devpivot-${sessionId}`, '-f', key], {
@@ -86,8 +92,9 @@ export interface SshTarget {
 }
 
 /**
- * The ssh command line. The nodes are the session's own ephemeral machines: their host keys are accepted
- * without asking (StrictHostKeyChecking=no), but recorded in the session's known_hosts and nowhere else; the
+ * The ssh command line. The nodes are the session's own ephemeral machines: a node's host key is learnt at first
+ * contact (StrictHostKeyChecking=accept-new) into the session's known_hosts and nowhere else, and a changed key is
+ * then refused; the
  * user's ssh configuration, agent and keys are left out so the session key is the only one offered.
  */
 export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: boolean; batch?: boolean } = {}) {
@@ -106,7 +113,7 @@ export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: 
     '-o',
     'GlobalKnownHostsFile=/dev/null',
     '-o',
-    'StrictHostKeyChecking=no',
+    'StrictHostKeyChecking=accept-new',
     '-o',
     `HostKeyAlias=${alias}`,
     '-o',
@@ -124,8 +131,8 @@ export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: 
   if (options.batch) args.push('-o', 'BatchMode=yes');
   if (options.tty === true) args.push('-t');
   if (options.tty === false) args.push('-T');
-  args.push(`${target.user ?? SSH_USER}@127.0.0.1`);
-  if (options.command && options.command.length > 0) args.push('--', ...options.command);
+  // `--` before the destination: after it ssh reads no option, so the command follows the destination as is.
+  args.push('--', `${target.user ?? SSH_USER}@127.0.0.1`, ...(options.command ?? []));
   return args;
 }
 
@@ -134,7 +141,7 @@ export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: 
  * runs ProxyCommand with the user's shell and expands `%` tokens in it (ssh_config(5)), hence the quoting.
  */
 function proxyCommand(via: SshDestination): string {
-  const words = ['ssh', ...sshOptionsOf(via), '-W', '%h:%p', via.host];
+  const words = ['ssh', ...sshOptionsOf(via), '-W', '%h:%p', '--', via.host];
   return words.map((word) => (word === '%h:%p' ? word : shellQuote(word).replace(/%/g, '%%'))).join(' ');
 }
 

@@ -9,10 +9,11 @@
  * reaches nothing: QEMU drops what it cannot write to `fromGuest`.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { chmod, lstat, mkdir, open, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { frameVerdict, type GuestNetworkPolicy } from './guest-network.js';
 
 /** The filter's socket paths, as the domain XML names them. */
@@ -26,6 +27,12 @@ export interface GuestFilterStats {
   passed: number;
   blocked: number;
 }
+
+/**
+ * The largest frame accepted from QEMU: an Ethernet frame is at most 1518 bytes (9018 with jumbo frames); a length
+ * beyond this is a hostile or broken peer and ends its connection before anything is buffered.
+ */
+export const MAX_FRAME = 64 * 1024;
 
 /** A unix socket path is at most 107 bytes (sun_path). */
 export const SUN_PATH_MAX = 107;
@@ -51,6 +58,29 @@ export function newFilterSockets(dir: string): GuestFilterSockets {
   };
 }
 
+/**
+ * Make `dir` (0711: QEMU's user may traverse it, nobody may list it) or check the one there: it must be a directory,
+ * not a symlink, and the caller's. A predictable path another user created first is refused, never used. The mode is
+ * set through a descriptor opened with O_NOFOLLOW, so it cannot land on another file.
+ */
+async function privateDir(dir: string): Promise<void> {
+  await mkdir(dir, { mode: 0o711 }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
+  const info = await lstat(dir);
+  const uid = process.getuid?.() ?? 0;
+  if (info.isSymbolicLink() || !info.isDirectory())
+    throw new Error(`guest network directory ${dir} is a symlink or not a directory: refusing it`);
+  if (info.uid !== uid)
+    throw new Error(`guest network directory ${dir} belongs to uid ${info.uid}, not ${uid}: refusing it`);
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    await handle.chmod(0o711);
+  } finally {
+    await handle.close();
+  }
+}
+
 export class GuestFilter {
   readonly sockets: GuestFilterSockets;
   readonly stats: GuestFilterStats = { passed: 0, blocked: 0 };
@@ -58,10 +88,17 @@ export class GuestFilter {
   readonly #peers = new Map<keyof GuestFilterSockets, Socket>();
   readonly #policy: GuestNetworkPolicy;
   readonly #onBlocked: (what: string) => void;
+  readonly #socketMode: number;
   #closed = false;
 
-  private constructor(sockets: GuestFilterSockets, policy: GuestNetworkPolicy, onBlocked: (what: string) => void) {
+  private constructor(
+    sockets: GuestFilterSockets,
+    policy: GuestNetworkPolicy,
+    onBlocked: (what: string) => void,
+    socketMode: number,
+  ) {
     this.sockets = sockets;
+    this.#socketMode = socketMode;
     this.#policy = policy;
     this.#onBlocked = onBlocked;
   }
@@ -76,18 +113,25 @@ export class GuestFilter {
     sockets?: GuestFilterSockets;
     policy: GuestNetworkPolicy;
     onBlocked?: (what: string) => void;
+    /** Whether QEMU runs as the caller (a session daemon): the sockets are then 0600, else 0666 (see #listen). */
+    qemuIsCaller?: boolean;
   }): Promise<GuestFilter> {
-    await mkdir(options.dir, { recursive: true, mode: 0o711 });
-    await chmod(options.dir, 0o711);
+    await privateDir(dirname(options.dir));
+    await privateDir(options.dir);
     const sockets = options.sockets ?? newFilterSockets(options.dir);
     if (Buffer.byteLength(sockets.fromGuest) > SUN_PATH_MAX)
       throw new Error(`guest network socket path too long for a unix socket: ${sockets.fromGuest}`);
     const seen = new Set<string>();
-    const filter = new GuestFilter(sockets, options.policy, (what) => {
-      if (seen.has(what)) return;
-      seen.add(what);
-      options.onBlocked?.(what);
-    });
+    const filter = new GuestFilter(
+      sockets,
+      options.policy,
+      (what) => {
+        if (seen.has(what)) return;
+        seen.add(what);
+        options.onBlocked?.(what);
+      },
+      options.qemuIsCaller ? 0o600 : 0o666,
+    );
     try {
       await Promise.all((['fromGuest', 'toHost', 'toGuest'] as const).map((role) => filter.#listen(role)));
     } catch (error) {
@@ -109,18 +153,24 @@ export class GuestFilter {
         resolve();
       });
     });
-    // QEMU runs as another user (libvirt-qemu under qemu:///system); the directory's 0711 and the random names
-    // keep everyone else out.
-    await chmod(path, 0o666);
+    // Connecting takes write permission on the socket. QEMU runs as another user under qemu:///system
+    // (libvirt-qemu), so the socket is 0666 there, and the directory's 0711 (not listable) with random names keeps
+    // everyone else from finding it; where QEMU runs as the caller, 0600. The directory is the caller's and not a
+    // symlink (privateDir), so this chmod cannot be redirected.
+    await chmod(path, this.#socketMode);
   }
 
-  /** A new connection replaces the old one: QEMU connects again after every start of the domain. */
+  /**
+   * One peer per socket: a connection while QEMU's is open is refused (closed at once), so no other local user can
+   * take a guest's network over. A restarted QEMU connects again after its old connection closed (its chardevs
+   * reconnect every second, domain-xml.ts).
+   */
   #accept(role: keyof GuestFilterSockets, socket: Socket): void {
-    if (this.#closed) {
+    const current = this.#peers.get(role);
+    if (this.#closed || (current && !current.destroyed)) {
       socket.destroy();
       return;
     }
-    this.#peers.get(role)?.destroy();
     this.#peers.set(role, socket);
     socket.on('error', () => {});
     socket.on('close', () => {
@@ -131,11 +181,17 @@ export class GuestFilter {
       return;
     }
     let pending: Buffer = Buffer.alloc(0);
+    // With frames capped, `pending` never holds more than one frame's bytes: each chunk is copied a bounded number of
+    // times, so buffering is linear in what arrives.
     socket.on('data', (chunk: Buffer) => {
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
       let offset = 0;
       while (pending.length - offset >= 4) {
         const length = pending.readUInt32BE(offset);
+        if (length > MAX_FRAME) {
+          socket.destroy();
+          return;
+        }
         if (pending.length - offset - 4 < length) break;
         this.#frame(pending.subarray(offset + 4, offset + 4 + length));
         offset += 4 + length;

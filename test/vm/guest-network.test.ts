@@ -99,9 +99,11 @@ test('the filter passes allowed frames on, answers refused requests, and names e
     length.writeUInt32BE(split.length);
     const whole = Buffer.concat([length, split]);
     await settle();
+    // a restarted QEMU: its old connection closes, its new one is taken (one peer per socket)
+    qemu.close();
+    await settle();
     const fromGuest = connect(filter.sockets.fromGuest);
     await new Promise((resolve) => fromGuest.on('connect', resolve));
-    // the new connection replaces the old one (a restarted QEMU)
     fromGuest.write(whole.subarray(0, 7));
     await settle();
     fromGuest.write(whole.subarray(7));
@@ -113,7 +115,6 @@ test('the filter passes allowed frames on, answers refused requests, and names e
     t.deepEqual(blocked, ['tcp 10.0.2.2:8080', 'udp 10.0.2.3:53'], 'each destination once');
     t.like(filter.stats, { passed: 1, blocked: 3 });
     fromGuest.destroy();
-    qemu.close();
   } finally {
     await filter.close();
   }

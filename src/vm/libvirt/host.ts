@@ -16,11 +16,12 @@ import {
   volumeXml,
 } from '../domain-xml.js';
 import type { NodeSpec, VmHost } from '../host.js';
+import { ownsDomain } from '../owner.js';
 import { digestCacheFile, imageDigest, inspectQcow2 } from '../qcow2.js';
 import { assertValidSessionId, consoleLogPath, newSessionId, recordSession } from '../sessions.js';
 import { Connection, LifecycleEvent, UndefineFlag } from './connection.js';
 import { InFlight, untilAborted } from './inflight.js';
-import { cleanup } from './inventory.js';
+import { assertSessionFree, cleanup } from './inventory.js';
 import { type LifecycleOutput, LifecycleTranslator } from './lifecycle.js';
 import { LibvirtNode, type NodeHost } from './node.js';
 import { createDataVolume, ensureBaseVolume, ensurePool } from './pool.js';
@@ -59,6 +60,7 @@ export async function openHost(options: OpenHostOptions): Promise<LibvirtHost> {
   const conn = await Connection.open(uri);
   try {
     const libVersion = await conn.libVersion();
+    await assertSessionFree(conn, sessionId);
     const host = new LibvirtHost(conn, sessionId, options.bus, state, libVersion, options);
     await host.subscribe();
     await recordSession(state, { id: sessionId, uri, startedAt: new Date().toISOString(), pid: process.pid });
@@ -335,7 +337,8 @@ export class LibvirtHost implements VmHost, NodeHost {
     if (existing) {
       try {
         const meta = parseMetadataElement((await existing.metadata(DEVPIVOT_XMLNS)) ?? '');
-        if (meta?.session !== this.sessionId)
+        // Ownership decides: a domain of this name another user defined is never destroyed (vm/owner.ts).
+        if (meta?.session !== this.sessionId || !ownsDomain(meta.owner, this.uri))
           throw new DevpivotError('VM_NAME_TAKEN', `a domain named ${name} exists and is not this session's`, {
             hint: `choose another session id, or remove it: virsh -c ${this.uri} undefine ${name}`,
           });

@@ -1,3 +1,4 @@
+import { DevpivotError } from '../../core/errors.js';
 import { BASE_VOLUME_PATTERN, DEVPIVOT_XMLNS, parseMetadataElement, startedAttribute } from '../domain-xml.js';
 import { ownsDomain } from '../owner.js';
 import { type Connection, DOMAIN_STATE_NAMES, DomainState, UndefineFlag } from './connection.js';
@@ -51,6 +52,19 @@ export async function listDevpivotDomains(conn: Connection): Promise<DevpivotDom
     }
   }
   return result.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * Refuse a session id another user's domain holds on this daemon (qemu:///system is shared): their volumes carry the
+ * same names (`devpivot-<session>--<node>…`), so using it would replace or delete their objects.
+ */
+export async function assertSessionFree(conn: Connection, session: string): Promise<void> {
+  const holder = (await listDevpivotDomains(conn)).find((d) => d.session === session && !d.own);
+  if (holder)
+    throw new DevpivotError(
+      'VM_SESSION_TAKEN',
+      `session id '${session}' is another user's on ${conn.uri} (${holder.name})`,
+    );
 }
 
 export interface DevpivotVolume {
@@ -116,11 +130,14 @@ export async function cleanup(conn: Connection, filter: CleanupFilter): Promise<
     report.errors.push(`listing domains: ${(error as Error).message}`);
   }
   const own = new Set([...(filter.ownSessions ?? []), ...domains.filter((d) => d.own).map((d) => d.session)]);
+  // Ownership decides, never the session id alone: a session id another user's domain holds (two users may both
+  // choose `ci-42`) is theirs, whatever the caller's own records say, and so is every volume their domains use.
   const foreign = new Set(domains.filter((d) => !d.own).map((d) => d.session));
+  const foreignVolumes = new Set(domains.filter((d) => !d.own).flatMap((d) => d.volumes));
   // A volume whose session has no domain left is the daemon's natural user's (as a domain without an owner is).
   const orphansMine = ownsDomain(undefined, conn.uri);
   const mine = (session: string | undefined) =>
-    session !== undefined && (own.has(session) || (orphansMine && !foreign.has(session)));
+    session !== undefined && !foreign.has(session) && (own.has(session) || orphansMine);
   const volumesOfRemoved = new Set<string>();
   for (const info of domains.filter((d) => d.own && wanted(d.session))) {
     try {
@@ -146,7 +163,9 @@ export async function cleanup(conn: Connection, filter: CleanupFilter): Promise<
     const listed = await listDevpivotVolumes(conn);
     volumes = listed
       .filter(
-        (v) => (wanted(v.session) && mine(v.session)) || (v.session !== undefined && volumesOfRemoved.has(v.name)),
+        (v) =>
+          !foreignVolumes.has(v.name) &&
+          ((wanted(v.session) && mine(v.session)) || (v.session !== undefined && volumesOfRemoved.has(v.name))),
       )
       .map((v) => v.name);
     if (filter.images && filter.all) {

@@ -1,6 +1,6 @@
 /**
  * Run one command on the remote libvirt host over its own ssh login (the URI's user, port and keyfile), as
- * `ssh … HOST -- 'ARG' 'ARG'…`: ssh hands the joined words to the login shell there, so every word is quoted for
+ * `ssh … -- HOST 'ARG' 'ARG'…`: ssh hands the joined words to the login shell there, so every word is quoted for
  * a POSIX shell here and reaches the command as written.
  */
 import { run } from '../../core/exec.js';
@@ -17,15 +17,15 @@ export async function runRemote(
   argv: readonly string[],
   options: { timeoutMs?: number } = {},
 ): Promise<RemoteCommandResult> {
-  const result = await run(
-    'ssh',
-    [...sshOptionsOf(destination), '-T', destination.host, '--', ...argv.map(shellQuote)],
-    {
-      timeoutMs: options.timeoutMs ?? 20_000,
-    },
-  );
+  const result = await run('ssh', remoteCommandArgs(destination, argv), { timeoutMs: options.timeoutMs ?? 20_000 });
   const output = (result.spawnError?.message ?? (result.timedOut ? 'timed out' : result.all)).trim();
   return { ok: result.code === 0, output: output.split('\n').slice(-6).join('\n') };
+}
+
+/** ssh's arguments for `argv` on the destination. */
+export function remoteCommandArgs(destination: SshDestination, argv: readonly string[]): string[] {
+  // `--` before the host: neither it nor a word of the command can be read as an ssh option.
+  return [...sshOptionsOf(destination), '-T', '--', destination.host, ...argv.map(shellQuote)];
 }
 
 /** One word for a POSIX shell: single quotes, each ' written as '\''. */

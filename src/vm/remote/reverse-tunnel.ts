@@ -59,6 +59,7 @@ export function openReverseTunnel(options: TunnelOptions): Promise<ReverseTunnel
     ...sshOptionsOf(destination),
     ...localPorts.flatMap((port) => ['-R', `127.0.0.1:0:127.0.0.1:${port}`]),
     ...sockets.flatMap(({ remote, local }) => ['-R', `${remote}:${local}`]),
+    '--',
     destination.host,
   ];
   const child = spawn('ssh', args, { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -4,6 +4,8 @@
  * (libvirt's remote URI documentation, "Extra parameters"). devpivot opens its own ssh connections to the same host
  * with the same arguments, so a login that works for libvirt works for the tunnel.
  */
+import { DevpivotError } from '../../core/errors.js';
+
 export interface SshDestination {
   host: string;
   user?: string;
@@ -22,6 +24,9 @@ export function sshDestinationOf(uri: string): SshDestination | undefined {
     return undefined;
   }
   if (!/^[a-z0-9]+\+ssh:$/.test(url.protocol) || url.hostname === '') return undefined;
+  // ssh would read a host (or user) starting with `-` as an option: `qemu+ssh://-oProxyCommand=…` runs a command.
+  if (/^-/.test(decodeURIComponent(url.hostname)) || /^-/.test(decodeURIComponent(url.username)))
+    throw new DevpivotError('REMOTE_HOST_INVALID', `${uri}: an ssh host or user must not start with '-'`);
   const keyfile = url.searchParams.get('keyfile') ?? undefined;
   return {
     host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
