@@ -17,13 +17,15 @@ const ALLOWED: Record<string, readonly string[] | typeof ANYTHING> = {
   oci: ['core'],
   registry: ['core', 'oci'],
   oscontainer: ['core', 'oci'],
-  ignition: ['core'],
+  // Pivot drivers: one file each (formats, specs, kernel arguments, fragment, second request); no engine.
+  drivers: ['core', 'oci', 'ignition'],
+  ignition: ['core', 'drivers'],
   images: ['core'],
   vm: ['core'],
   // Step kinds: their schema, parse and run over a small runtime interface; scenario and engine import them.
   steps: ['core', 'oci', 'vm', 'registry'],
-  scenario: ['core', 'steps', 'ignition', 'oci'],
-  engine: ['core', 'oci', 'steps', 'scenario', 'registry', 'oscontainer', 'ignition', 'images', 'vm'],
+  scenario: ['core', 'steps', 'ignition', 'oci', 'drivers'],
+  engine: ['core', 'oci', 'steps', 'scenario', 'registry', 'oscontainer', 'ignition', 'drivers', 'images', 'vm'],
   doctor: ['core', 'vm', 'images'],
   report: ['core', 'engine', 'scenario'],
   tui: ['core', 'report', 'engine', 'scenario'],

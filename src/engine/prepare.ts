@@ -5,9 +5,10 @@
  */
 import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
+import { DRIVERS } from '../drivers/index.js';
 import { parseReference } from '../oci/reference.js';
 import { looksLikePullspec } from '../scenario/pullspec.js';
-import type { OscontainerSource, Scenario } from '../scenario/types.js';
+import type { NodeDef, OscontainerSource, Scenario } from '../scenario/types.js';
 import { guestFilterDir } from '../vm/guest-filter.js';
 import type { VmHost } from '../vm/host.js';
 import { newSessionId } from '../vm/sessions.js';
@@ -187,7 +188,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   const sshKeys = world.access.key ? [world.access.key.publicKey] : [];
   // The fixture's MCO image, once, for the mcd nodes that name none (docs/PROTOCOLS.md "mcd").
   let fixtureMco: ((hostPort: string) => string) | undefined;
-  if (scenario.nodes.some((def) => def.driver === 'mcd' && def.pivot && !def.mcoImage)) {
+  if (scenario.nodes.some((def) => takesMcoImage(def) && def.pivot && !def.mcoImage)) {
     const { digest } = await withDeadline('pushing the MCO image', PHASE_DEADLINES.oscontainer, signal, (signal) =>
       deps.pushMcoImage({ registry: registryUrl, repository: MCO_REPOSITORY, bus, signal }),
     );
@@ -209,7 +210,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
       ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
       ...(sshKeys.length > 0 ? { sshKeys } : {}),
       ...(def.ignition ? { extra: def.ignition } : {}),
-      ...(def.driver === 'mcd' && def.pivot ? { mcoImage } : {}),
+      ...(takesMcoImage(def) && def.pivot ? { mcoImage } : {}),
     });
     world.ignitionOf.set(def.name, JSON.stringify(config));
   }
@@ -357,4 +358,9 @@ export function guestHostPort(url: string): string {
   const port = parsed.port || (parsed.protocol === 'https:' ? '443' : '80');
   const host = isLoopbackHost(parsed.hostname) ? '10.0.2.2' : parsed.hostname;
   return `${host}:${port}`;
+}
+
+/** A node whose driver runs an MCO image (the fixture's when the scenario names none). */
+function takesMcoImage(def: NodeDef): boolean {
+  return DRIVERS[def.driver].nodeKeys.includes('mco-image');
 }

@@ -1,5 +1,5 @@
 /** The scenario document, parsed: what `parseScenario` returns and the engine runs. */
-import type { PivotDriver } from '../ignition/fragments.js';
+import type { PivotDriver } from '../drivers/index.js';
 import type { SpecVersion } from '../ignition/spec.js';
 import type { Step } from '../steps/index.js';
 import type { Position } from '../steps/reader.js';
