@@ -9,8 +9,9 @@ export type ImageSource =
   | { kind: 'path'; path: string; sha256?: string }
   | { kind: 'url'; url: string; sha256: string };
 
-/** `legacy`: the `/srv/repo` oscontainer (pivot, MCO ≤ 4.13); `native`: ostree-ext's bootable format. */
-export type OscontainerFormat = 'legacy' | 'native';
+import type { OscontainerFormat } from '../oci/format.js';
+
+export type { OscontainerFormat } from '../oci/format.js';
 
 /** A built oscontainer's `format` is `legacy` when the scenario does not say. */
 export type OscontainerSource =
