@@ -17,13 +17,15 @@ const ALLOWED: Record<string, readonly string[] | typeof ANYTHING> = {
   oci: ['core'],
   registry: ['core', 'oci'],
   oscontainer: ['core', 'oci'],
-  ignition: ['core'],
+  // Pivot drivers: one file each (formats, specs, kernel arguments, fragment, second request); no engine.
+  drivers: ['core', 'oci', 'ignition'],
+  ignition: ['core', 'drivers'],
   images: ['core'],
   vm: ['core'],
   // Step kinds: their schema, parse and run over a small runtime interface; scenario and engine import them.
-  steps: ['core', 'oci', 'vm', 'registry'],
-  scenario: ['core', 'steps', 'ignition', 'oci'],
-  engine: ['core', 'oci', 'steps', 'scenario', 'registry', 'oscontainer', 'ignition', 'images', 'vm'],
+  steps: ['core', 'registry'],
+  scenario: ['core', 'steps', 'ignition', 'oci', 'drivers'],
+  engine: ['core', 'oci', 'steps', 'scenario', 'registry', 'oscontainer', 'ignition', 'drivers', 'images', 'vm'],
   doctor: ['core', 'vm', 'images'],
   report: ['core', 'engine', 'scenario'],
   tui: ['core', 'report', 'engine', 'scenario'],
@@ -68,6 +70,66 @@ test('every folder of src/ imports only the folders its entry in the allow-list 
     }
   }
   t.deepEqual(offences, []);
+});
+
+/** Files (or folders, ending in /) of src/ that must not import a path under the listed prefixes. */
+const FORBIDDEN: ReadonlyArray<{ from: string; never: string; why: string }> = [
+  { from: 'src/vm/host.ts', never: 'src/vm/libvirt/', why: 'the host contract knows no implementation' },
+  // src/vm/index.ts still re-exports libvirt/{host,node,errors}: left to the vm helper's branch (see the report).
+  { from: 'src/registry/handlers/', never: 'src/registry/server.ts', why: 'handlers serve requests, not the server' },
+  { from: 'src/drivers/', never: 'src/engine/', why: 'a driver is facts and text, run by the engine' },
+];
+
+function resolveImport(file: string, target: string): string | undefined {
+  const base = join(file, '..', target).replace(/\.js$/, '');
+  for (const candidate of [`${base}.ts`, `${base}.tsx`, join(base, 'index.ts')])
+    if (files.has(candidate)) return candidate;
+  return undefined;
+}
+const files = new Set(sourceFiles(src));
+
+test('sub-folders that carry contracts import nothing they must not', (t) => {
+  const offences: string[] = [];
+  for (const file of files) {
+    const from = repoPath(file);
+    for (const rule of FORBIDDEN.filter((r) => (r.from.endsWith('/') ? from.startsWith(r.from) : from === r.from)))
+      for (const target of imports(file)) {
+        const to = target.startsWith('.') ? resolveImport(file, target) : undefined;
+        if (to && repoPath(to).startsWith(rule.never)) offences.push(`${from} imports ${target}: ${rule.why}`);
+      }
+  }
+  t.deepEqual(offences, []);
+});
+
+/** The import circles among src/ files (type-only imports included), each as the files around it. */
+function cycles(): string[][] {
+  const graph = new Map<string, string[]>();
+  for (const file of files)
+    graph.set(
+      file,
+      imports(file)
+        .filter((target) => target.startsWith('.'))
+        .flatMap((target) => resolveImport(file, target) ?? []),
+    );
+  const found: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, 'open');
+    stack.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (state.get(next) === 'open') found.push(stack.slice(stack.indexOf(next)).map(repoPath));
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(file, 'done');
+  };
+  for (const file of [...graph.keys()].sort()) if (!state.has(file)) visit(file);
+  return found;
+}
+
+test('no import circle among src/ files', (t) => {
+  t.deepEqual(cycles(), []);
 });
 
 test('only src/vm/libvirt/ffi.ts imports koffi', (t) => {

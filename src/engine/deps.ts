@@ -1,5 +1,5 @@
 import type { EventBus } from '../core/bus.js';
-import type { PivotDriver } from '../ignition/fragments.js';
+import type { PivotDriver } from '../drivers/index.js';
 import type { Fixture } from '../images/fixture.js';
 import type { RegistryFaults, StartRegistryOptions } from '../registry/index.js';
 import type { VmHost } from '../vm/host.js';

@@ -51,6 +51,7 @@ export class EngineRuntime implements StepRuntime {
     const watch = this.watches.get(name);
     if (watch.vm) throw new StepFailure(`node ${name} is already up`);
     const def = watch.def;
+    const prepared = this.world.nodes.get(name)!;
     const host = this.world.host!;
     const network = await this.world.access?.forNode(name);
     // The node is recorded as soon as it exists, so cleanup removes it even when the run stops right then.
@@ -62,8 +63,8 @@ export class EngineRuntime implements StepRuntime {
         watch.vm = await host.createNode(
           {
             name,
-            image: this.world.diskOf.get(def.image)!,
-            ignition: this.world.ignitionOf.get(name)!,
+            image: prepared.disk,
+            ignition: prepared.ignition,
             memoryMiB: def.memoryMiB,
             vcpus: def.vcpus,
             firmware: def.firmware,

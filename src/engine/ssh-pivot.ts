@@ -15,9 +15,10 @@
  * reboots only when a deployment was staged (ostree's /run/ostree/staged-deployment), as the MCD's reboot follows
  * an OS change.
  *
- * rpm-ostree and bootc: the command devpivot's own unit runs (src/ignition/fragments.ts), then the same reboot.
+ * Each driver's `secondRequest` (src/drivers/) gives the update commands; rpm-ostree and bootc run what their
+ * first-boot unit runs. The reboot that follows is the same for all.
  */
-import type { PivotDriver } from '../ignition/fragments.js';
+import { DRIVERS, type PivotDriver } from '../drivers/index.js';
 
 /** Printed by the script just before it asks for the reboot: after it, a dropped ssh connection is expected. */
 export const REBOOT_MARKER = 'devpivot: rebooting into the staged deployment';
@@ -31,26 +32,7 @@ function quote(value: string): string {
 
 /** The script for `driver` that makes the node pivot to `pullspec` (an oscontainer named `to`). */
 export function pivotRequestScript(driver: PivotDriver, pullspec: string, to: string): string {
-  const update = (() => {
-    switch (driver) {
-      case 'legacy':
-        return [
-          'mkdir -p /etc/pivot',
-          `printf '%s' ${quote(pullspec)} > /etc/pivot/image-pullspec`,
-          'chmod 0644 /etc/pivot/image-pullspec',
-          'rm -f /run/pivot/reboot-needed',
-          'systemctl start pivot.service',
-        ];
-      case 'rpm-ostree':
-        return [`rpm-ostree rebase --experimental ${quote(`ostree-unverified-registry:${pullspec}`)}`];
-      case 'bootc':
-        return [`bootc switch ${quote(pullspec)}`];
-      case 'mcd':
-        // Past firstboot the MCD updates a node when the cluster renders a new MachineConfig: there is no cluster
-        // here, so a later pivot goes through rpm-ostree, as the MCD's own rebase of a native image does.
-        return [`rpm-ostree rebase --experimental ${quote(`ostree-unverified-registry:${pullspec}`)}`];
-    }
-  })();
+  const update = DRIVERS[driver].secondRequest(pullspec, quote);
   const description = `machine-config-daemon: Node will reboot into ${to} (devpivot pivot step)`;
   return [
     'set -e',

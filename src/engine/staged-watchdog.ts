@@ -4,13 +4,11 @@
  * missing reboot: after `staged`, a node that shows no `rebooting` phase, reboot, stop or crash within the grace
  * period gets a `guest.failure` naming the likely cause.
  *
- * For the legacy driver the cause is known: openshift/pivot (e31a72d `cmd/root.go`) reboots only with `--reboot` or
- * when /run/pivot/reboot-needed exists, and `pivot.service` passes no `--reboot`; on RHCOS 4.1–4.5 the machine-config
- * server's `mcd-write-pivot-reboot.service` creates the file on the first boot (docs/PROTOCOLS.md "## legacy").
+ * The cause named is the driver's `noRebootReason` (src/drivers/): for legacy, pivot's missing reboot-needed file.
  */
 import type { EventBus } from '../core/bus.js';
 import type { Stamped } from '../core/events.js';
-import type { PivotDriver } from '../ignition/fragments.js';
+import { DRIVERS, type PivotDriver } from '../drivers/index.js';
 import { formatDuration } from '../steps/units.js';
 
 /**
@@ -81,18 +79,7 @@ export class StagedWatchdog {
 
   #reason(node: string, target: string): string {
     const what = `the pivot staged ${target || 'a deployment'} but ${node} did not reboot within ${formatDuration(this.graceMs)}`;
-    if (this.drivers.get(node) === 'legacy') {
-      const why = `${what}: pivot reboots only with --reboot or when /run/pivot/reboot-needed exists`;
-      const boots = this.#boots.get(node) ?? 1;
-      // A pivot that runs again on a later boot (the pullspec survived a power cut) stages and stays: the unit that
-      // would make it reboot has ConditionFirstBoot=true. On a cluster the machine-config daemon's pod finishes it.
-      if (boots > 1)
-        return (
-          `${why}, which mcd-write-pivot-reboot.service creates on the first boot only (ConditionFirstBoot=true), and ` +
-          `this was boot ${boots} of ${node}: the node stays on its old deployment until something reboots it cleanly`
-        );
-      return `${why} (mcd-write-pivot-reboot.service creates it on the first boot; is it missing or masked?)`;
-    }
-    return `${what}: devpivot's update unit runs systemctl reboot after staging; see the node's console`;
+    const driver = this.drivers.get(node)!;
+    return DRIVERS[driver].noRebootReason({ what, node, boots: this.#boots.get(node) ?? 1 });
   }
 }

@@ -3,12 +3,12 @@
  * the report unit, access (ssh keys, hostname), then the user's own config merged on top.
  */
 import { DevpivotError } from '../core/errors.js';
+import type { PivotDriver } from '../drivers/index.js';
 import {
   accessFragment,
   combine,
   driverFragment,
   type KernelArg,
-  type PivotDriver,
   parseKernelArg,
   type RegistryTrust,
   reportFragment,

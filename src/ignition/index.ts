@@ -1,6 +1,6 @@
 /** Public API of the Ignition module (used by the engine and `devpivot ignition`). */
 
-export { type KernelArg, PIVOT_DRIVERS, type PivotDriver, parseKernelArg, type RegistryTrust } from './fragments.js';
+export { type KernelArg, parseKernelArg, type RegistryTrust } from './fragments.js';
 export { chooseSpec, generateIgnition, type IgnitionOptions, serializeIgnition } from './generate.js';
 export { appendSpec2, mergeSpec3 } from './merge.js';
 export { dataUrl, decodeDataUrl, type IgnitionConfig } from './render.js';

@@ -9,7 +9,7 @@
  * `templates/common/_base/files/pull-secret.yaml` (mode 0600), `pkg/daemon/constants/constants.go` (the paths).
  */
 import { UsageError } from '../core/errors.js';
-import { CONSOLE_DROPIN, type Fragment, type KernelArg } from './fragments.js';
+import { CONSOLE_DROPIN, type Fragment, type KernelArg } from './fragment.js';
 
 export const MCD_ENCAPSULATED_PATH = '/etc/ignition-machine-config-encapsulated.json';
 export const MCD_PULL_SECRET_PATH = '/var/lib/kubelet/config.json';

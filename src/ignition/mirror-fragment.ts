@@ -9,7 +9,7 @@
  * pkg/registries/registries.go EditRegistriesConfig, 4d56ff60: `MirrorByDigestOnly = true` for every mirror set).
  */
 import { UsageError } from '../core/errors.js';
-import type { Fragment } from './fragments.js';
+import type { Fragment } from './fragment.js';
 
 export interface MirrorPrefix {
   /** `host[:port]/path`, what guests keep in their pullspecs. */

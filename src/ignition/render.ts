@@ -1,5 +1,5 @@
 /** Render a spec-neutral fragment as an Ignition spec 3.x or 2.2 config object. */
-import type { Fragment } from './fragments.js';
+import type { Fragment } from './fragment.js';
 import { majorOf, type SpecVersion } from './spec.js';
 
 export type IgnitionConfig = { ignition: { version: string; [key: string]: unknown }; [key: string]: unknown };

@@ -59,3 +59,8 @@ export function formatReference(ref: ImageReference): string {
 export function byDigest(ref: ImageReference, digest: string): string {
   return `${ref.registry}/${ref.repository}@${digest}`;
 }
+
+/** Whether a pullspec ends in a sha256 digest (`…@sha256:<64 hex>`): what cannot move under a guest. */
+export function isDigestPinned(pullspec: string): boolean {
+  return /@sha256:[a-f0-9]{64}$/.test(pullspec);
+}

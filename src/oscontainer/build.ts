@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
 import { digestOf } from '../oci/digest.js';
+/** `legacy`: `/srv/repo` (pivot, MCO ≤ 4.13); `native`: ostree-ext's bootable format (rpm-ostree, bootc). */
+import type { OscontainerFormat } from '../oci/format.js';
 import { type BuiltManifest, encodeJson, imageConfig, imageManifest, type LayerInfo } from './image.js';
 import { writeLayerFile } from './layer-file.js';
 import { buildNativeImage } from './native/build.js';
@@ -18,9 +20,7 @@ import { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
 import type { GzipOptions } from './parallel-gzip.js';
 import { planTar, tarDirectory } from './tar-layer.js';
 
-/** `legacy`: `/srv/repo` (pivot, MCO ≤ 4.13); `native`: ostree-ext's bootable format (rpm-ostree, bootc). */
-export type OscontainerFormat = 'legacy' | 'native';
-export const OSCONTAINER_FORMATS: readonly OscontainerFormat[] = ['legacy', 'native'];
+export { OSCONTAINER_FORMATS, type OscontainerFormat } from '../oci/format.js';
 
 export interface BuildSource {
   /** An ostree repository and a commit checksum or ref in it. */

@@ -1,22 +1,13 @@
 /**
- * Which pivot driver takes which oscontainer format (docs/PROTOCOLS.md "Which driver takes which format"): a
+ * Which pivot driver takes which oscontainer format (each driver's `formats`, src/drivers/): a
  * mismatch is refused by the guest's tool after a long boot and pull, so it is a scenario error instead. Only
  * what is known before anything runs is checked: the format of an oscontainer devpivot builds; a pulled image's
  * format is only known once it is in the registry.
  */
-import type { PivotDriver } from '../ignition/fragments.js';
+import { DRIVERS, type PivotDriver } from '../drivers/index.js';
 import type { OscontainerFormat, OscontainerSource } from './types.js';
 
 export type { OscontainerFormat } from './types.js';
-
-/** The formats each driver's guest tool accepts. */
-export const DRIVER_FORMATS: Readonly<Record<PivotDriver, readonly OscontainerFormat[]>> = {
-  legacy: ['legacy'],
-  'rpm-ostree': ['native'],
-  bootc: ['native'],
-  // The MCD of release-4.13 handles both (pkg/daemon/update.go applyOSChanges, a57ca291).
-  mcd: ['legacy', 'native'],
-};
 
 /**
  * The format devpivot gives an oscontainer it builds (`format:` in the scenario, legacy by default, as
@@ -36,6 +27,7 @@ export function formatOf(source: OscontainerSource): OscontainerFormat | undefin
 /** Why `driver` cannot pivot to `source`, or undefined when it can (or it is not known yet). */
 export function incompatibility(driver: PivotDriver, source: OscontainerSource): string | undefined {
   const format = formatOf(source);
-  if (format === undefined || DRIVER_FORMATS[driver].includes(format)) return undefined;
-  return `the ${driver} driver takes ${DRIVER_FORMATS[driver].join(' or ')} oscontainers; this one is built in the ${format} format`;
+  const { formats } = DRIVERS[driver];
+  if (format === undefined || formats.includes(format)) return undefined;
+  return `the ${driver} driver takes ${formats.join(' or ')} oscontainers; this one is built in the ${format} format`;
 }

@@ -5,35 +5,20 @@
  * spec 3.x only: coreos/ignition `config/config.go` (eea4ec6b) parses the 3.x versions it knows and answers every
 other one, spec 2 included, with ErrUnknownVersion.
  */
-import type { PivotDriver } from '../ignition/fragments.js';
+import { DRIVERS, type PivotDriver } from '../drivers/index.js';
 import { chooseSpec } from '../ignition/generate.js';
 import { compareVersions, majorOf, SPEC_VERSIONS, type SpecVersion } from '../ignition/spec.js';
-
-interface DriverSpecs {
-  /** What a node of the driver gets without `ignition-spec:`. */
-  default: SpecVersion;
-  /** The spec majors the driver's guests read. */
-  majors: readonly number[];
-  /** Who they are, for messages. */
-  guests: string;
-}
 
 /**
  * Spec 3.0.0 is the default everywhere: every Ignition 2.x reads it (it is the only 3.x that Ignition 2.0–2.2
  * reads), it holds everything devpivot writes, and it is what the fixture (Ignition 2.14) has always been given.
  * The legacy driver's real guests, RHCOS 4.1–4.5, read spec 2.2.0: `ignition-spec: 2.2.0` for those images.
  * rpm-ostree (FCOS, RHCOS ≥ 4.12), bootc (FCOS ≥ 41) and mcd (RHCOS ≥ 4.6) guests run Ignition 2.x: spec 3 only.
+ * Each driver's `specs` (src/drivers/) holds its default and majors.
  */
-export const DRIVER_SPECS: Readonly<Record<PivotDriver, DriverSpecs>> = {
-  legacy: { default: '3.0.0', majors: [2, 3], guests: 'RHCOS 4.1–4.5 (spec 2.2.0) or the fixture (spec 3)' },
-  'rpm-ostree': { default: '3.0.0', majors: [3], guests: 'Fedora CoreOS and RHCOS ≥ 4.12 (Ignition 2.x)' },
-  bootc: { default: '3.0.0', majors: [3], guests: 'bootc images with Ignition (Fedora CoreOS ≥ 41, Ignition 2.x)' },
-  mcd: { default: '3.0.0', majors: [3], guests: 'RHCOS ≥ 4.6 (Ignition 2.x, served spec 3 by the MCS)' },
-};
-
 /** Why `driver`'s guests cannot read `spec`, or undefined when they can. */
 export function specRefusal(driver: PivotDriver, spec: SpecVersion): string | undefined {
-  const { majors, guests } = DRIVER_SPECS[driver];
+  const { majors, guests } = DRIVERS[driver].specs;
   if (majors.includes(majorOf(spec))) return undefined;
   return `the ${driver} driver's guests, ${guests}, read spec ${majors.join(' or ')} only`;
 }
@@ -53,7 +38,7 @@ export function nodeSpec(
   explicit: SpecVersion | undefined,
   fragmentVersion: string | undefined,
 ): SpecVersion {
-  const fallback = DRIVER_SPECS[driver].default;
+  const fallback = DRIVERS[driver].specs.default;
   if (fragmentVersion === undefined) return explicit ?? fallback;
   const chosen = chooseSpec(explicit, { ignition: { version: fragmentVersion } });
   if (explicit) return chosen;

@@ -1,12 +1,12 @@
 /** `nodes:`: the VMs of the scenario, by name (image, size, firmware, pivot driver and target, Ignition). */
 import { isScalar, type Node } from 'yaml';
-import { PIVOT_DRIVERS, type PivotDriver } from '../ignition/fragments.js';
+import { DRIVERS, driversAllowing, type PivotDriver, pivotDrivers } from '../drivers/index.js';
 import { SPEC_VERSIONS, type SpecVersion } from '../ignition/spec.js';
 import { parseSize } from '../steps/units.js';
 import { incompatibility } from './compatibility.js';
 import { NODE_DEFAULTS } from './defaults.js';
 import { type DeferredCheck, nodeAt, readIgnitionFragment } from './ignition-fragment.js';
-import { DRIVER_SPECS, nodeSpec, specRefusal, specsOf } from './ignition-spec.js';
+import { nodeSpec, specRefusal, specsOf } from './ignition-spec.js';
 import { readKernelArgs } from './kernel-args.js';
 import { type DocumentReader, type MappingFields, scalarLike } from './reader.js';
 import type { ImageSource, NodeDef, OscontainerSource } from './types.js';
@@ -67,7 +67,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
     ? field(() => readFirmware(r, v('firmware'), what), NODE_DEFAULTS.firmware)
     : NODE_DEFAULTS.firmware;
   const driver: PivotDriver = f.has('driver')
-    ? field(() => r.oneOf(v('driver'), `${what} driver`, PIVOT_DRIVERS), NODE_DEFAULTS.driver)
+    ? field(() => r.oneOf(v('driver'), `${what} driver`, pivotDrivers()), NODE_DEFAULTS.driver)
     : NODE_DEFAULTS.driver;
   const pivot = f.has('pivot')
     ? r.guard(() => {
@@ -81,23 +81,24 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
   let kernelArgs = { add: [] as string[], delete: [] as string[] };
   if (f.has('kernel-args')) {
     kernelArgs = field(() => readKernelArgs(r, v('kernel-args'), `${what} kernel-args`), kernelArgs);
-    if (driver === 'mcd' && kernelArgs.delete.length > 0)
+    const can = DRIVERS[driver].kernelArgs;
+    if ((kernelArgs.add.length > 0 && !can.add) || (kernelArgs.delete.length > 0 && !can.delete))
       r.guard(() =>
         r.fail(
           v('kernel-args'),
-          `${what} kernel-args of the mcd driver can only add (a MachineConfig lists spec.kernelArguments)`,
-          'drop the delete list',
+          `${what} kernel-args ${can.refusal?.message ?? `cannot be applied by the ${driver} driver`}`,
+          can.refusal?.hint,
         ),
-      );
-    else if (driver !== 'legacy' && driver !== 'mcd' && kernelArgs.add.length + kernelArgs.delete.length > 0)
-      r.guard(() =>
-        r.fail(v('kernel-args'), `${what} kernel-args need the legacy driver (it reads /etc/pivot/kernel-args)`),
       );
   }
   // The MCO image the mcd units run; without one, devpivot builds and pushes the fixture's (its MCD stand-in).
   const mcoImage = f.has('mco-image')
     ? r.guard(() => {
-        if (driver !== 'mcd') r.fail(f.get('mco-image')!.key, `${what} mco-image needs driver: mcd`);
+        if (!DRIVERS[driver].nodeKeys.includes('mco-image'))
+          r.fail(
+            f.get('mco-image')!.key,
+            `${what} mco-image needs driver: ${driversAllowing('mco-image').join(' or ')}`,
+          );
         const text = r.string(v('mco-image'), `${what} mco-image`);
         if (!MCO_PULLSPEC.test(text))
           r.fail(
@@ -111,7 +112,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
   const explicitSpec = f.has('ignition-spec')
     ? r.guard(() => readSpec(r, v('ignition-spec'), what, driver))
     : undefined;
-  const unwritten = explicitSpec ?? DRIVER_SPECS[driver].default;
+  const unwritten = explicitSpec ?? DRIVERS[driver].specs.default;
   const read = f.has('ignition')
     ? r.guard(() =>
         readIgnitionFragment(r, v('ignition'), `${what} ignition`, context.deferred, {

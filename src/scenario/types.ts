@@ -1,5 +1,5 @@
 /** The scenario document, parsed: what `parseScenario` returns and the engine runs. */
-import type { PivotDriver } from '../ignition/fragments.js';
+import type { PivotDriver } from '../drivers/index.js';
 import type { SpecVersion } from '../ignition/spec.js';
 import type { Step } from '../steps/index.js';
 import type { Position } from '../steps/reader.js';
@@ -9,8 +9,9 @@ export type ImageSource =
   | { kind: 'path'; path: string; sha256?: string }
   | { kind: 'url'; url: string; sha256: string };
 
-/** `legacy`: the `/srv/repo` oscontainer (pivot, MCO ≤ 4.13); `native`: ostree-ext's bootable format. */
-export type OscontainerFormat = 'legacy' | 'native';
+import type { OscontainerFormat } from '../oci/format.js';
+
+export type { OscontainerFormat } from '../oci/format.js';
 
 /** A built oscontainer's `format` is `legacy` when the scenario does not say. */
 export type OscontainerSource =

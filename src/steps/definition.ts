@@ -44,4 +44,6 @@ export interface StepDefinition<S extends StepBase> {
   nodesOf?(step: S): readonly string[];
   /** The least time the step takes however the guests behave (a `wait`): all of them must fit the timeout. */
   minimumMs?(step: S): number;
+  /** The step reaches a node over ssh: the run then makes the session's key and each node's ssh forward. */
+  readonly needsSsh?: boolean;
 }

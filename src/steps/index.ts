@@ -71,6 +71,11 @@ function run<K extends StepKind>(kind: K, step: StepOf<K>, runtime: StepRuntime)
   return STEPS[kind].run(step, runtime);
 }
 
+/** Whether the step reaches a node over ssh (its definition's `needsSsh`). */
+export function stepNeedsSsh(step: Step): boolean {
+  return STEPS[step.kind].needsSsh === true;
+}
+
 /** The nodes a step starts or needs (validation of the order of steps). */
 export function nodesOf(step: Step): readonly string[] {
   return nodesOfKind(step.kind, step);

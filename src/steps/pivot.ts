@@ -29,6 +29,7 @@ export function pivotStep(node: string, to: string, pos: Position, withinMs = PI
 }
 
 export const pivot: StepDefinition<PivotStep> = {
+  needsSsh: true,
   schema: { keys: ['node', 'to', 'within'], required: [], nodes: 'needs-running' },
   parse({ body, key, pos }: StepSource, read: StepReader) {
     const f = read.isScalar(body)

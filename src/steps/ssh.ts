@@ -32,6 +32,7 @@ export function sshStep(fields: Omit<SshStep, 'kind' | 'label'>): SshStep {
 }
 
 export const ssh: StepDefinition<SshStep> = {
+  needsSsh: true,
   schema: { keys: ['node', 'run', 'expect', 'within'], required: ['run'], nodes: 'needs-running' },
   parse({ body, pos }: StepSource, read: StepReader) {
     const f = read.fields(body, 'ssh', ssh.schema.keys, ssh.schema.required);

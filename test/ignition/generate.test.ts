@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { execa } from 'execa';
-import { PIVOT_DRIVERS } from '../../src/ignition/fragments.js';
+import { pivotDrivers } from '../../src/drivers/index.js';
 import { generateIgnition, type IgnitionOptions } from '../../src/ignition/generate.js';
 import { mergeSpec3 } from '../../src/ignition/merge.js';
 import { decodeDataUrl, type IgnitionConfig } from '../../src/ignition/render.js';
@@ -39,7 +39,7 @@ const full = (driver: IgnitionOptions['driver'], spec: string): IgnitionOptions 
   hostname: 'node-1',
 });
 
-for (const driver of PIVOT_DRIVERS) {
+for (const driver of pivotDrivers()) {
   for (const spec of SPEC_VERSIONS) {
     test(`${driver} × spec ${spec} is valid (${spec.startsWith('2') ? "devpivot's 2.2 rules" : 'ignition-validate'})`, async (t) => {
       const config = generateIgnition(full(driver, spec));

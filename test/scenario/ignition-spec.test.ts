@@ -2,7 +2,8 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { DRIVER_SPECS, nodeSpec, specRefusal } from '../../src/scenario/ignition-spec.js';
+import { DRIVERS } from '../../src/drivers/index.js';
+import { nodeSpec, specRefusal } from '../../src/scenario/ignition-spec.js';
 import { loadScenario, parseScenario } from '../../src/scenario/parse.js';
 import { repoRoot } from '../helpers/cli.js';
 import { problems } from './problems.js';
@@ -20,7 +21,7 @@ nodes:
 `),
     ['3.0.0', '3.0.0', '3.0.0'],
   );
-  for (const driver of ['legacy', 'rpm-ostree', 'bootc'] as const) t.is(DRIVER_SPECS[driver].default, '3.0.0');
+  for (const driver of ['legacy', 'rpm-ostree', 'bootc'] as const) t.is(DRIVERS[driver].specs.default, '3.0.0');
   const dir = join(repoRoot, 'scenarios');
   for (const name of readdirSync(dir).filter((file) => file.endsWith('.yaml'))) {
     const scenario = await loadScenario(join(dir, name));

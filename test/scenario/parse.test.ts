@@ -312,9 +312,11 @@ const malformed: [string, string, string[]][] = [
     ],
   ],
   [
-    'kernel-args with rpm-ostree',
-    'nodes:\n  n:\n    driver: rpm-ostree\n    kernel-args: { add: [a] }\n',
-    ["4:18: node 'n' kernel-args need the legacy driver (it reads /etc/pivot/kernel-args)"],
+    'kernel-args with bootc',
+    'nodes:\n  n:\n    driver: bootc\n    kernel-args: { add: [a] }\n',
+    [
+      "4:18: node 'n' kernel-args cannot be set by the bootc driver (bootc images carry their kernel arguments in /usr/lib/bootc/kargs.d) (drop kernel-args)",
+    ],
   ],
   [
     'mcd kernel-args that delete',
@@ -347,6 +349,18 @@ nodes:
   t.deepEqual(scenario.nodes[0]?.kernelArgs, { add: ['a=1'], delete: [] });
   t.like(scenario.nodes[1], { driver: 'mcd', pivot: 'v2n' });
   t.is(scenario.nodes[1]?.mcoImage, undefined);
+});
+
+test('driver rpm-ostree: kernel args add and delete (rpm-ostree kargs on the staged deployment, as the MCD does)', (t) => {
+  const scenario = parseScenario(
+    `oscontainers:
+  v2n: { build: { fixture: 2, format: native } }
+nodes:
+  a: { driver: rpm-ostree, pivot: v2n, kernel-args: { add: [a=1], delete: [quiet] } }
+`,
+    'x.yaml',
+  );
+  t.deepEqual(scenario.nodes[0]?.kernelArgs, { add: ['a=1'], delete: ['quiet'] });
 });
 
 for (const [title, text, expected] of malformed) {

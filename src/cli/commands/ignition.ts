@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { DevpivotError, UsageError } from '../../core/errors.js';
-import { PIVOT_DRIVERS, type PivotDriver, type RegistryTrust } from '../../ignition/fragments.js';
+import { DRIVERS, driversAllowing, isPivotDriver, pivotDrivers } from '../../drivers/index.js';
+import type { RegistryTrust } from '../../ignition/fragments.js';
 import { generateIgnition, serializeIgnition } from '../../ignition/generate.js';
 import { parseSpecVersion } from '../../ignition/spec.js';
 import { assertValidIgnition } from '../../ignition/validate.js';
@@ -46,7 +47,7 @@ export const command: Command = {
     driver: {
       type: 'string',
       valueName: 'DRIVER',
-      description: `Pivot driver: ${PIVOT_DRIVERS.join(', ')} (default legacy)`,
+      description: `Pivot driver: ${pivotDrivers().join(', ')} (default legacy)`,
     },
     image: { type: 'string', valueName: 'REF', description: 'Target image as the guest pulls it (legacy: by digest)' },
     spec: {
@@ -88,9 +89,9 @@ export const command: Command = {
     'no-report': { type: 'boolean', description: 'Leave out the boot report unit' },
   },
   async run({ args, stdout, stderr }) {
-    const driver = (args.string('driver') ?? 'legacy') as PivotDriver;
-    if (!PIVOT_DRIVERS.includes(driver)) {
-      throw new UsageError(`unknown driver '${driver}'`, `use one of ${PIVOT_DRIVERS.join(', ')}`);
+    const driver = args.string('driver') ?? 'legacy';
+    if (!isPivotDriver(driver)) {
+      throw new UsageError(`unknown driver '${driver}'`, `use one of ${pivotDrivers().join(', ')}`);
     }
     const image = args.string('image');
     if (!image) throw new UsageError('--image is required', 'e.g. --image 10.0.2.2:5000/os/rhcos@sha256:…');
@@ -123,10 +124,11 @@ export const command: Command = {
       registry = { ...registry, mirrors };
     }
     const mcoImage = args.string('mco-image');
-    if (mcoImage !== undefined && driver !== 'mcd')
+    const withMco = driversAllowing('mco-image').join(' or ');
+    if (mcoImage !== undefined && !DRIVERS[driver].nodeKeys.includes('mco-image'))
       throw new UsageError(
-        `--mco-image applies to --driver mcd only (this is ${driver})`,
-        'leave it out, or use --driver mcd',
+        `--mco-image applies to --driver ${withMco} only (this is ${driver})`,
+        `leave it out, or use --driver ${withMco}`,
       );
     const config = generateIgnition({
       driver,

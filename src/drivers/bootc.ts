@@ -1,0 +1,36 @@
+/** `bootc`: bootc images with Ignition, switched by `bootc switch` from devpivot's own first-boot unit. */
+import { UsageError } from '../core/errors.js';
+import { FINALIZE_STAGED_UNIT } from '../ignition/fragment.js';
+import type { DriverDefinition } from './definition.js';
+import { updateUnitFragment, updateUnitNoReboot } from './update-unit.js';
+
+const NO_KARGS = 'bootc images carry their kernel arguments in /usr/lib/bootc/kargs.d';
+
+export const bootc: DriverDefinition = {
+  formats: ['native'],
+  specs: { default: '3.0.0', majors: [3], guests: 'bootc images with Ignition (Fedora CoreOS ≥ 41, Ignition 2.x)' },
+  kernelArgs: {
+    add: false,
+    delete: false,
+    refusal: { message: `cannot be set by the bootc driver (${NO_KARGS})`, hint: 'drop kernel-args' },
+  },
+  nodeKeys: [],
+  fragment(image, kernelArgs) {
+    if (kernelArgs.length > 0) {
+      throw new UsageError(
+        'the bootc driver cannot set kernel arguments',
+        `${NO_KARGS}; drop --kernel-arg`,
+        'IGNITION_KERNEL_ARG',
+      );
+    }
+    const fragment = updateUnitFragment(
+      'devpivot-switch.service',
+      'devpivot: switch to the target bootc image and reboot',
+      [`/usr/bin/bootc switch ${image}`],
+    );
+    fragment.units.push(FINALIZE_STAGED_UNIT);
+    return fragment;
+  },
+  secondRequest: (pullspec, quote) => [`bootc switch ${quote(pullspec)}`],
+  noRebootReason: ({ what }) => updateUnitNoReboot(what),
+};

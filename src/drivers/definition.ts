@@ -1,0 +1,80 @@
+/**
+ * What a pivot driver is: everything that differs between `legacy`, `mcd`, `rpm-ostree` and `bootc`, in one record
+ * per driver (one file of this folder each, registered in `index.ts`). Scenario validation, the Ignition
+ * generator, the engine and `devpivot ignition` look their facts up here and never test a driver's name.
+ */
+import type { Fragment, KernelArg } from '../ignition/fragment.js';
+import type { SpecVersion } from '../ignition/spec.js';
+import type { OscontainerFormat } from '../oci/format.js';
+
+/** The Ignition specs a driver's guests read, and what a node gets without `ignition-spec:`. */
+export interface DriverSpecs {
+  default: SpecVersion;
+  /** The spec majors the driver's guests read. */
+  majors: readonly number[];
+  /** Who they are, for messages. */
+  guests: string;
+}
+
+/** Which kernel-argument edits the driver can make on the new deployment; `refusal` says why not, for messages. */
+export interface KernelArgCapability {
+  add: boolean;
+  delete: boolean;
+  /** `<node> kernel-args <message>` when a list the driver cannot apply is given. */
+  refusal?: { message: string; hint?: string };
+}
+
+/** Node keys only some drivers accept (besides the common ones of scenario/nodes-section.ts). */
+export type DriverNodeKey = 'mco-image';
+
+export interface FragmentOptions {
+  /** The machine-config-operator image, for a driver whose `nodeKeys` has `mco-image`. */
+  mcoImage?: string;
+}
+
+/** Turns a value into one single-quoted shell word. */
+export type Quote = (value: string) => string;
+
+/** What a staged-but-not-rebooted pivot is told (engine/staged-watchdog.ts). */
+export interface NoRebootContext {
+  /** "the pivot staged X but N did not reboot within D". */
+  what: string;
+  node: string;
+  /** Boots of the node seen so far (1 on the first). */
+  boots: number;
+}
+
+/**
+ * Slot for the rollback issue: the commands, run as root over ssh, that make the node boot its previous
+ * deployment. Not filled by any driver yet; the engine offers no rollback until one is.
+ */
+export interface DriverRollback {
+  request(quote: Quote): string[];
+}
+
+/**
+ * Slot for the upgrade issue: the commands, run as root over ssh, that move a node to a newer image of the same
+ * stream (as opposed to `secondRequest`, a pivot to a named image). Not filled by any driver yet.
+ */
+export interface DriverUpgrade {
+  request(pullspec: string, quote: Quote): string[];
+}
+
+export interface DriverDefinition {
+  /** The oscontainer formats the driver's guest tool accepts (scenario/compatibility.ts). */
+  formats: readonly OscontainerFormat[];
+  specs: DriverSpecs;
+  kernelArgs: KernelArgCapability;
+  nodeKeys: readonly DriverNodeKey[];
+  /** The files and units that make the first boot pivot to `image` (throws a UsageError on what it cannot do). */
+  fragment(image: string, kernelArgs: KernelArg[], options: FragmentOptions): Fragment;
+  /**
+   * The commands a later `pivot` step runs over ssh as root to ask for `pullspec` (engine/ssh-pivot.ts adds the
+   * reboot after them when a deployment was staged).
+   */
+  secondRequest(pullspec: string, quote: Quote): string[];
+  /** Why a pivot that staged a deployment did not reboot: the `guest.failure` reason. */
+  noRebootReason(context: NoRebootContext): string;
+  rollback?: DriverRollback;
+  upgrade?: DriverUpgrade;
+}

@@ -1,0 +1,31 @@
+/**
+ * `mcd`: RHCOS ≥ 4.6, what the machine-config server of OpenShift 4.13 serves a new node; its machine-config
+ * daemon pivots on the first boot (docs/PROTOCOLS.md "mcd"; the fragment is ignition/mcd-fragment.ts).
+ */
+import { mcdFragment } from '../ignition/mcd-fragment.js';
+import type { DriverDefinition } from './definition.js';
+import { updateUnitNoReboot } from './update-unit.js';
+
+export const mcd: DriverDefinition = {
+  // The MCD of release-4.13 handles both (pkg/daemon/update.go applyOSChanges, a57ca291).
+  formats: ['legacy', 'native'],
+  specs: { default: '3.0.0', majors: [3], guests: 'RHCOS ≥ 4.6 (Ignition 2.x, served spec 3 by the MCS)' },
+  // At firstboot the old MachineConfig is empty: MCO only appends spec.kernelArguments (update.go, a57ca291).
+  kernelArgs: {
+    add: true,
+    delete: false,
+    refusal: {
+      message: 'of the mcd driver can only add (a MachineConfig lists spec.kernelArguments)',
+      hint: 'drop the delete list',
+    },
+  },
+  nodeKeys: ['mco-image'],
+  // The MCD of 4.13 takes both formats by tag or digest; its MachineConfig is what the MCS would serve.
+  fragment: (image, kernelArgs, options) => mcdFragment(image, kernelArgs, options.mcoImage),
+  // Past firstboot the MCD updates a node when the cluster renders a new MachineConfig: there is no cluster
+  // here, so a later pivot goes through rpm-ostree, as the MCD's own rebase of a native image does.
+  secondRequest: (pullspec, quote) => [
+    `rpm-ostree rebase --experimental ${quote(`ostree-unverified-registry:${pullspec}`)}`,
+  ],
+  noRebootReason: ({ what }) => updateUnitNoReboot(what),
+};

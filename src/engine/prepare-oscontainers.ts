@@ -1,0 +1,108 @@
+/**
+ * prepare's oscontainer phase: each oscontainer of the scenario built from the fixture, an ostree repo or a rootfs,
+ * or pulled (through the pull-through cache in mirror mode), into the run's registry.
+ */
+
+import type { OscontainerSource } from '../scenario/types.js';
+import { PHASE_DEADLINES, withDeadline } from './deadline.js';
+import type { FixtureArtifacts, PushedImage } from './deps.js';
+import { fixtureVersion } from './images.js';
+import { mirroredPull } from './mirror.js';
+import { type PrepareContext, repositoryName, type World } from './world.js';
+
+/** The fixture OS, built (or found in the cache) once per run, and only when something needs it. */
+export function loadFixture(context: PrepareContext, world: World): Promise<FixtureArtifacts> {
+  world.fixture ??= withDeadline('preparing the fixture OS images', PHASE_DEADLINES.fixture, context.signal, (signal) =>
+    context.deps.loadFixture({ bus: context.bus, signal }),
+  );
+  return world.fixture;
+}
+
+export async function oscontainer(
+  context: PrepareContext,
+  world: World,
+  registry: string,
+  name: string,
+  source: OscontainerSource,
+): Promise<PushedImage> {
+  const { deps, bus } = context;
+  const repository = repositoryName(name);
+  return withDeadline(
+    `preparing oscontainer '${name}'`,
+    PHASE_DEADLINES.oscontainer,
+    context.signal,
+    async (signal) => {
+      switch (source.kind) {
+        case 'build-fixture': {
+          const fixture = await loadFixture(context, world);
+          const commit = fixtureVersion(fixture, source.version).commit;
+          return deps.buildOscontainer({
+            source: { repo: fixture.repo, commit },
+            ...format(source),
+            registry,
+            repository,
+            bus,
+            signal,
+          });
+        }
+        case 'build-ostree':
+          return deps.buildOscontainer({
+            source: { repo: source.repo, commit: source.commit },
+            ...format(source),
+            registry,
+            repository,
+            bus,
+            signal,
+          });
+        case 'build-rootfs':
+          return deps.buildOscontainer({
+            source: { rootfs: source.rootfs, ...(source.version ? { version: source.version } : {}) },
+            ...format(source),
+            registry,
+            repository,
+            bus,
+            signal,
+          });
+        case 'pull': {
+          const scenarioRegistry = context.scenario.registry;
+          const mirrored = mirroredPull(
+            scenarioRegistry.kind === 'embedded' ? scenarioRegistry.mirror : undefined,
+            source.ref,
+          );
+          if (mirrored) world.guestNames.set(name, mirrored.guestName);
+          // Through the pull-through cache when there is an upstream (validation made sure `prefetch: false` has one).
+          const upstream = scenarioRegistry.kind === 'embedded' ? scenarioRegistry.mirror?.upstream : undefined;
+          if (mirrored && upstream) {
+            const layers = source.prefetch !== false;
+            const image = await deps.resolveOscontainer({
+              ref: mirrored.source,
+              upstream,
+              registry,
+              repository: mirrored.repository,
+              layers,
+              bus,
+              signal,
+            });
+            if (layers) return image;
+            bus.emit({
+              kind: 'log',
+              level: 'info',
+              source: 'registry',
+              message: `${mirrored.guestName}@${image.digest}: manifest and config cached; its layers are fetched from the upstream when a node first asks (prefetch: false)`,
+            });
+            return image;
+          }
+          return deps.pullOscontainer({
+            ref: mirrored?.source ?? source.ref,
+            registry,
+            repository: mirrored?.repository ?? repository,
+            bus,
+            signal,
+          });
+        }
+      }
+    },
+  );
+}
+
+const format = (source: { format?: 'legacy' | 'native' }) => (source.format ? { format: source.format } : {});
