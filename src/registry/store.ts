@@ -1,8 +1,9 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { type BlobInfo, BlobPool } from './storage/blob-pool.js';
 import { StorageLayout } from './storage/layout.js';
+import { removeDeadTemps } from './storage/process-temp.js';
 import { RepositoryIndex, type StoredManifest } from './storage/repository-index.js';
 import { DEFAULT_UPLOAD_TTL_MS, UploadSessions } from './storage/upload-sessions.js';
 
@@ -48,11 +49,15 @@ export class RegistryStore {
     );
   }
 
-  /** Open (creating) a store at `root`: empties tmp/ (in-flight writes of a crashed run) and expires uploads. */
+  /**
+   * Open (creating) a store at `root`: removes the temp space of processes that are gone (in-flight writes of a
+   * crashed run; never another live process's) and expires uploads.
+   */
   static async open(root: string, options: StoreOptions = {}): Promise<RegistryStore> {
     const store = new RegistryStore(root, options);
-    await rm(join(root, 'tmp'), { recursive: true, force: true });
+    await removeDeadTemps(join(root, 'tmp'));
     for (const dir of StorageLayout.FOLDERS) await mkdir(join(root, dir), { recursive: true });
+    await mkdir(store.layout.processTemp(), { recursive: true });
     await store.uploads.expire();
     return store;
   }

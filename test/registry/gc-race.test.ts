@@ -10,7 +10,11 @@ import { RegistryStore } from '../../src/registry/store.js';
 import { tempDir } from './helpers.js';
 
 const storeModule = fileURLToPath(new URL('../../src/registry/store.js', import.meta.url));
-const exists = (path: string) => stat(path).then(() => true, () => false);
+const exists = (path: string) =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
 const OLD = new Date(Date.now() - 2 * 3_600_000);
 
 test('a manifest pushed during the mark phase never resolves to a swept layer', async (t) => {
@@ -67,9 +71,13 @@ test('opening a store keeps the in-flight temp files of another live process', a
     `const store = await RegistryStore.open(${JSON.stringify(root)});` +
     `const temp = store.layout.temp(); await writeFile(temp, 'partial');` +
     `console.log(temp); setTimeout(() => {}, 30000);`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   t.teardown(() => child.kill());
-  const temp = await new Promise<string>((resolve) => child.stdout.once('data', (data) => resolve(String(data).trim())));
+  const temp = await new Promise<string>((resolve) =>
+    child.stdout.once('data', (data) => resolve(String(data).trim())),
+  );
   await RegistryStore.open(root);
   t.true(await exists(temp), 'the other process still has its temp file');
 });
