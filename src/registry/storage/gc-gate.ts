@@ -16,7 +16,9 @@ export class GcGate {
 
   static of(root: string): GcGate {
     let gate = GcGate.gates.get(root);
-    if (!gate) GcGate.gates.set(root, (gate = new GcGate()));
+    if (gate) return gate;
+    gate = new GcGate();
+    GcGate.gates.set(root, gate);
     return gate;
   }
 
