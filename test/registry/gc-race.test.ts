@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { collectGarbage } from '../../src/registry/gc.js';
 import { RegistryStore } from '../../src/registry/store.js';
+import { binPath, runCli } from '../helpers/cli.js';
 import { tempDir } from './helpers.js';
 
 const storeModule = fileURLToPath(new URL('../../src/registry/store.js', import.meta.url));
@@ -80,4 +81,29 @@ test('opening a store keeps the in-flight temp files of another live process', a
   );
   await RegistryStore.open(root);
   t.true(await exists(temp), 'the other process still has its temp file');
+});
+
+test('registry gc refuses while another process serves the store; --dry-run says so', async (t) => {
+  const storage = await tempDir();
+  const child = spawn(process.execPath, [binPath, 'registry', 'serve', '--port', '0', '--quiet', '--storage', storage], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.teardown(() => child.kill());
+  await new Promise<void>((resolve) => {
+    let out = '';
+    child.stdout.on('data', (data) => {
+      out += data;
+      if (out.includes('listening on')) resolve();
+    });
+  });
+  const refused = await runCli(['registry', 'gc', '--storage', storage]);
+  t.not(refused.code, 0, refused.stdout);
+  t.regex(refused.stderr, new RegExp(`REGISTRY_STORE_SERVING[\\s\\S]*pid ${child.pid}`));
+  const dry = await runCli(['registry', 'gc', '--storage', storage, '--dry-run']);
+  t.is(dry.code, 0, dry.stderr);
+  t.regex(dry.stdout, new RegExp(`pid ${child.pid}.*serves this store`));
+  child.kill();
+  await new Promise((resolve) => child.once('exit', resolve));
+  const after = await runCli(['registry', 'gc', '--storage', storage]);
+  t.is(after.code, 0, after.stderr);
 });
