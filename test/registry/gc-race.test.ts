@@ -85,9 +85,13 @@ test('opening a store keeps the in-flight temp files of another live process', a
 
 test('registry gc refuses while another process serves the store; --dry-run says so', async (t) => {
   const storage = await tempDir();
-  const child = spawn(process.execPath, [binPath, 'registry', 'serve', '--port', '0', '--quiet', '--storage', storage], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [binPath, 'registry', 'serve', '--port', '0', '--quiet', '--storage', storage],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   t.teardown(() => child.kill());
   await new Promise<void>((resolve) => {
     let out = '';

@@ -220,6 +220,7 @@ test('cli: registry gc reports and removes unreferenced blobs; bad subcommands a
     await pushImage(r.url, 'cli/gc', image);
     t.is((await pushManifest(r.url, 'cli/gc', 'other', image.manifest)).status, 201);
     await fetch(`${r.url}/v2/cli/gc/manifests/${image.manifest.digest}`, { method: 'DELETE' });
+    await r.registry.stop(); // gc refuses while another process serves the store
     const result = await runCli(['registry', 'gc', '--storage', r.storage, '--grace', '0', '--json']);
     t.is(result.code, 0, result.stderr);
     const parsed = JSON.parse(result.stdout) as { removedBlobs: string[] };

@@ -14,6 +14,7 @@ import { GcGate } from './gc-gate.js';
  *   repositories/<name>/_manifests/tags/<tag>         the digest the tag points at
  *   repositories/<name>/_referrers/<subject hex>/<hex>      the referrer's descriptor (referrers API)
  *   uploads/<uuid>/{data,meta.json}                   upload sessions (expire after uploadTtlMs)
+ *   serving/<pid>                                     the command of a live process serving the store (serving.ts)
  *   tmp/<pid>/                                        in-flight writes of process <pid>; removed at open once <pid>
  *                                                     is gone (never another live process's)
  *
@@ -28,7 +29,7 @@ export class StorageLayout {
   }
 
   /** The folders `open` creates. */
-  static readonly FOLDERS = ['tmp', 'blobs/sha256', 'repositories', 'uploads'];
+  static readonly FOLDERS = ['tmp', 'blobs/sha256', 'repositories', 'uploads', 'serving'];
 
   blobPool(): string {
     return join(this.root, 'blobs', 'sha256');
