@@ -14,9 +14,14 @@ export interface StoreOptions {
   /** Upload sessions untouched for this long are removed (default 24 h). */
   uploadTtlMs?: number;
   /**
-   * fsync blob data before it becomes visible (default true). false trades durability after a power loss (not
-   * after a process crash: renames still publish only complete files) for speed, like distribution's filesystem
-   * driver, which never fsyncs.
+   * fsync blob data and the pool directory it is renamed into before the blob becomes visible (default true;
+   * `serve --no-fsync` sets false). Metadata (links, revisions, tags, referrers) is always fsynced with its
+   * directory. Without fsync a process crash still never exposes a partial blob (the rename publishes only
+   * complete files), but after a power cut a blob accepted in the last seconds (the kernel's writeback delay,
+   * ~30 s by default) can be missing, or present under its digest with zero length or partly zeroed content,
+   * while the manifest naming it is there: pulls of that manifest then fail (BLOB_UNKNOWN, or a digest mismatch
+   * on the client), until the blob is pushed again. This is distribution's filesystem driver's behaviour (it never
+   * fsyncs).
    */
   fsync?: boolean;
 }

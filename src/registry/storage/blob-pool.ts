@@ -7,7 +7,7 @@ import { digestOfHash, isSha256Digest, sha256Hash } from '../../oci/digest.js';
 import { parseDigest } from '../digest.js';
 import { digestInvalid, RegistryError } from '../errors.js';
 import { HashingFileWriter } from './file-writer.js';
-import { isMissing } from './files.js';
+import { isMissing, syncDir } from './files.js';
 import type { StorageLayout } from './layout.js';
 
 export interface BlobInfo {
@@ -96,6 +96,7 @@ export class BlobPool {
     const target = this.layout.blob(digest);
     await mkdir(dirname(target), { recursive: true });
     await rename(file, target);
+    if (this.fsync) await syncDir(dirname(target));
   }
 
   /** Open a blob for reading: the caller streams from `handle` and closes it. Undefined when absent. */

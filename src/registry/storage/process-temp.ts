@@ -1,15 +1,6 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-
-/** True while `pid` runs (EPERM: it runs as another user). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import { processAlive } from '../../images/lock.js';
 
 /**
  * Remove the temp spaces (`tmp/<pid>/`) of processes that are gone: what a crashed run left in flight. A live
