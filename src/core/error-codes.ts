@@ -223,6 +223,10 @@ const CATALOG = {
 
   // The embedded registry: the distribution spec's error codes ("Error Codes"), plus listening
   REGISTRY_LISTEN: { title: 'The registry cannot listen on that address' },
+  REGISTRY_STORE_SERVING: {
+    title: 'Another process serves this registry store',
+    hint: 'stop that registry (or its devpivot session) first, or use --dry-run to see what gc would remove',
+  },
   BLOB_UNKNOWN: { title: 'Blob unknown to registry' },
   BLOB_UPLOAD_INVALID: { title: 'Blob upload invalid' },
   BLOB_UPLOAD_UNKNOWN: { title: 'Blob upload unknown to registry' },

@@ -42,8 +42,18 @@ async function ageMs(path: string, now: number): Promise<number> {
  * Mark and sweep. Mark: every manifest revision of every repository, with its config and layers. Sweep:
  * repository layer links to unmarked blobs, then pool blobs that are neither marked nor linked, both only when
  * older than the grace period. Untagged manifests are kept (they are still pullable by digest).
+ *
+ * Inside one process gc runs alone (storage/gc-gate.ts): writes in flight finish first and new ones wait, so a
+ * manifest either is marked or checks its blobs after the sweep. A gate rather than re-marking the manifests
+ * written during gc, because a push validates its blobs before it writes its revision: a re-mark can run between
+ * the two and still miss it. Another process's pushes are not gated: the CLI's gc refuses while a registry
+ * serves the store (store.ts servingProcesses).
  */
-export async function collectGarbage(store: RegistryStore, options: GcOptions = {}): Promise<GcResult> {
+export function collectGarbage(store: RegistryStore, options: GcOptions = {}): Promise<GcResult> {
+  return store.layout.gate.collect(() => markAndSweep(store, options));
+}
+
+async function markAndSweep(store: RegistryStore, options: GcOptions): Promise<GcResult> {
   const graceMs = options.graceMs ?? 3_600_000;
   const now = options.now ?? Date.now();
   const marked = new Set<string>();

@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { EventBus } from '../core/bus.js';
 import type { RegistryFaults } from './blob-stream.js';
-import { RegistryError } from './errors.js';
+import { RegistryError, unsupported } from './errors.js';
 import { type RequestContext, sendError } from './handlers/context.js';
 import { PullThrough, type PullThroughOptions } from './pull-through/pull-through.js';
 import { dispatch } from './routes.js';
@@ -59,6 +59,8 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
       pullThrough,
     };
     res.setHeader('Docker-Distribution-API-Version', 'registry/2.0');
+    // Node ports are what guests reach: they pull, never write (no push, delete or upload).
+    const readOnly = node !== undefined && req.method !== 'GET' && req.method !== 'HEAD';
     res.on('close', () => {
       bus?.emit({
         kind: 'registry.request',
@@ -73,6 +75,13 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
         ...(node !== undefined ? { node } : {}),
       });
     });
+    if (readOnly) {
+      // The body is never read: the connection closes after the answer.
+      res.setHeader('Allow', 'GET, HEAD');
+      res.setHeader('Connection', 'close');
+      sendError(ctx, unsupported(`node ports are read-only: ${req.method} is not allowed`));
+      return;
+    }
     dispatch(ctx).catch((error: unknown) => {
       if (res.headersSent) {
         res.destroy(error instanceof Error ? error : undefined);

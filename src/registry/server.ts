@@ -5,6 +5,7 @@ import { DevpivotError } from '../core/errors.js';
 import type { RegistryFaults } from './blob-stream.js';
 import { createRegistry, type RegistryListener } from './handler.js';
 import type { PullThroughOptions } from './pull-through/pull-through.js';
+import { markServing } from './storage/serving.js';
 import { RegistryStore, type StoreOptions } from './store.js';
 
 export interface StartRegistryOptions extends StoreOptions {
@@ -99,6 +100,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     });
   // Sessions idle for uploadTtlMs are removed periodically while listening, not only at start.
   let expiry: NodeJS.Timeout | undefined;
+  let unmark: () => Promise<void> = async () => {};
 
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const registry = {
@@ -151,6 +153,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
         throw error;
       }
       server = next;
+      unmark = await markServing(store.root);
       expiry = setInterval(() => void store.expireUploads().catch(() => {}), Math.min(store.uploadTtlMs, 3_600_000));
       expiry.unref();
       options.bus?.emit({ kind: 'registry.listening', url: registry.url, storage: options.storage });
@@ -166,6 +169,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
         entry.server = undefined;
       }
       await Promise.all(closing);
+      await unmark();
       options.bus?.emit({ kind: 'registry.stopped', url: registry.url });
     },
   };

@@ -1,8 +1,9 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { type BlobInfo, BlobPool } from './storage/blob-pool.js';
 import { StorageLayout } from './storage/layout.js';
+import { removeDeadTemps } from './storage/process-temp.js';
 import { RepositoryIndex, type StoredManifest } from './storage/repository-index.js';
 import { DEFAULT_UPLOAD_TTL_MS, UploadSessions } from './storage/upload-sessions.js';
 
@@ -13,9 +14,14 @@ export interface StoreOptions {
   /** Upload sessions untouched for this long are removed (default 24 h). */
   uploadTtlMs?: number;
   /**
-   * fsync blob data before it becomes visible (default true). false trades durability after a power loss (not
-   * after a process crash: renames still publish only complete files) for speed, like distribution's filesystem
-   * driver, which never fsyncs.
+   * fsync blob data and the pool directory it is renamed into before the blob becomes visible (default true;
+   * `serve --no-fsync` sets false). Metadata (links, revisions, tags, referrers) is always fsynced with its
+   * directory. Without fsync a process crash still never exposes a partial blob (the rename publishes only
+   * complete files), but after a power cut a blob accepted in the last seconds (the kernel's writeback delay,
+   * ~30 s by default) can be missing, or present under its digest with zero length or partly zeroed content,
+   * while the manifest naming it is there: pulls of that manifest then fail (BLOB_UNKNOWN, or a digest mismatch
+   * on the client), until the blob is pushed again. This is distribution's filesystem driver's behaviour (it never
+   * fsyncs).
    */
   fsync?: boolean;
 }
@@ -48,11 +54,15 @@ export class RegistryStore {
     );
   }
 
-  /** Open (creating) a store at `root`: empties tmp/ (in-flight writes of a crashed run) and expires uploads. */
+  /**
+   * Open (creating) a store at `root`: removes the temp space of processes that are gone (in-flight writes of a
+   * crashed run; never another live process's) and expires uploads.
+   */
   static async open(root: string, options: StoreOptions = {}): Promise<RegistryStore> {
     const store = new RegistryStore(root, options);
-    await rm(join(root, 'tmp'), { recursive: true, force: true });
+    await removeDeadTemps(join(root, 'tmp'));
     for (const dir of StorageLayout.FOLDERS) await mkdir(join(root, dir), { recursive: true });
+    await mkdir(store.layout.processTemp(), { recursive: true });
     await store.uploads.expire();
     return store;
   }

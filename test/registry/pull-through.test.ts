@@ -182,7 +182,7 @@ test.serial('a blob that does not match its digest upstream is not stored and th
   t.not(bad.code, 0, 'the client connection is aborted');
   t.true((await readFile(out).catch(() => Buffer.alloc(0))).length < layer.size, 'never the whole (wrong) blob');
   t.false(await embedded.store.hasBlob(layer.digest));
-  t.deepEqual(await readdir(join(embedded.store.root, 'tmp')), [], 'the partial copy is deleted');
+  t.deepEqual(await readdir(embedded.store.layout.processTemp()), [], 'the partial copy is deleted');
   proxy.corrupt.delete(path);
   const good = await run('curl', ['-sS', '-f', '-o', out, `${embedded.url}${path}`]);
   t.is(good.code, 0, good.stderr);

@@ -1,6 +1,6 @@
 /** The server wrapper, fault injection, gc, upload expiry and the store API used without HTTP. */
 import { randomBytes } from 'node:crypto';
-import { readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { collectGarbage } from '../../src/registry/gc.js';
@@ -194,8 +194,10 @@ test('uploads: sessions expire after the TTL and at open; temp leftovers are rem
     const past = new Date(Date.now() - 120_000);
     await utimes(join(storage, 'uploads', old, 'data'), past, past);
     await writeFile(join(storage, 'tmp', 'leftover'), randomBytes(100));
+    await mkdir(join(storage, 'tmp', '999999999'));
+    await writeFile(join(storage, 'tmp', '999999999', 'dead'), randomBytes(100));
     const reopened = await RegistryStore.open(storage, { uploadTtlMs: 60_000 });
-    t.deepEqual(await readdir(join(storage, 'tmp')), []);
+    t.deepEqual(await readdir(join(storage, 'tmp')), [String(process.pid)], 'only the live process keeps its space');
     t.deepEqual(await readdir(join(storage, 'uploads')), [fresh]);
     await t.throwsAsync(reopened.uploadSize('up/expire', old), { message: /upload unknown/ });
     t.is(await reopened.uploadSize('up/expire', fresh), 0);
@@ -218,6 +220,7 @@ test('cli: registry gc reports and removes unreferenced blobs; bad subcommands a
     await pushImage(r.url, 'cli/gc', image);
     t.is((await pushManifest(r.url, 'cli/gc', 'other', image.manifest)).status, 201);
     await fetch(`${r.url}/v2/cli/gc/manifests/${image.manifest.digest}`, { method: 'DELETE' });
+    await r.registry.stop(); // gc refuses while another process serves the store
     const result = await runCli(['registry', 'gc', '--storage', r.storage, '--grace', '0', '--json']);
     t.is(result.code, 0, result.stderr);
     const parsed = JSON.parse(result.stdout) as { removedBlobs: string[] };

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
-import { UsageError } from '../../core/errors.js';
+import { DevpivotError, UsageError } from '../../core/errors.js';
 import { stateDir } from '../../core/paths.js';
 import { underPaths } from '../../engine/mirror.js';
 import { upstreamClient } from '../../oscontainer/index.js';
 import { collectGarbage } from '../../registry/gc.js';
 import { startRegistry } from '../../registry/server.js';
+import { servingProcesses } from '../../registry/storage/serving.js';
 import { RegistryStore } from '../../registry/store.js';
 import type { Command, CommandContext } from '../command.js';
 import { untilStopped } from '../interrupts.js';
@@ -87,15 +88,23 @@ async function gc(context: CommandContext): Promise<number> {
   const { args, stdout } = context;
   const grace = args.string('grace') ?? '3600';
   if (!/^\d+$/.test(grace)) throw new UsageError(`invalid --grace '${grace}'`, 'give whole seconds, e.g. --grace 0');
-  const store = await RegistryStore.open(storageOf(context));
+  const storage = storageOf(context);
+  const store = await RegistryStore.open(storage);
+  const serving = await servingProcesses(storage);
+  const holders = serving.map(({ pid, command }) => `pid ${pid} (${command})`).join(', ');
+  if (serving.length > 0 && !args.flag('dry-run'))
+    throw new DevpivotError('REGISTRY_STORE_SERVING', `${holders} serves ${storage}; gc would race its pushes`);
   const result = await collectGarbage(store, { graceMs: Number(grace) * 1000, dryRun: args.flag('dry-run') });
-  if (args.flag('json')) stdout.write(`${JSON.stringify(result)}\n`);
+  if (args.flag('json')) stdout.write(`${JSON.stringify({ ...result, serving })}\n`);
   else {
     const verb = args.flag('dry-run') ? 'would remove' : 'removed';
     stdout.write(
       `${result.manifests} manifest(s), ${result.markedBlobs} blob(s) in use; ${verb} ${result.removedBlobs.length} blob(s) ` +
         `(${(result.freedBytes / 1048576).toFixed(1)} MiB) and ${result.removedLinks} repository link(s)\n` +
-        `(blobs younger than ${grace}s are kept, which makes gc safe while the registry serves)\n`,
+        `(blobs younger than ${grace}s are kept)\n` +
+        (serving.length > 0
+          ? `note: ${holders} serves this store: gc (without --dry-run) refuses until it stops; this report is a snapshot\n`
+          : ''),
     );
   }
   return 0;
@@ -108,7 +117,8 @@ export const command: Command = {
     'serve [--host ADDR] [--port PORT] [--storage DIR] [--upstream URL [--cover PATH]...] | gc [--storage DIR] [--grace SECONDS] [--dry-run]',
   description:
     'serve: run the OCI distribution registry (spec v1.1: pull, push, discovery, deletion, referrers) on\n' +
-    'loopback until interrupted; prints its URL. gc: remove blobs no manifest references (mark and sweep).\n' +
+    'loopback until interrupted; prints its URL. gc: remove blobs no manifest references (mark and sweep);\n' +
+    'refused while another process serves the store (--dry-run reports it).\n' +
     'Storage defaults to $DEVPIVOT_STATE_DIR/registry (/var/lib/devpivot/registry for root).\n' +
     'serve --upstream URL: a pull-through cache: a blob or a manifest by digest the store lacks is fetched from URL\n' +
     'once (concurrent requests share the fetch), streamed while stored, then served from the store; tags never\n' +

@@ -7,7 +7,7 @@ import { digestOfHash, isSha256Digest, sha256Hash } from '../../oci/digest.js';
 import { parseDigest } from '../digest.js';
 import { digestInvalid, RegistryError } from '../errors.js';
 import { HashingFileWriter } from './file-writer.js';
-import { isMissing } from './files.js';
+import { isMissing, syncDir } from './files.js';
 import type { StorageLayout } from './layout.js';
 
 export interface BlobInfo {
@@ -51,6 +51,14 @@ export class BlobPool {
     expectedDigest?: string,
     expectedSize?: number,
   ): Promise<BlobInfo> {
+    return this.layout.gate.write(() => this.#put(source, expectedDigest, expectedSize));
+  }
+
+  async #put(
+    source: Readable | AsyncIterable<Uint8Array> | Uint8Array,
+    expectedDigest?: string,
+    expectedSize?: number,
+  ): Promise<BlobInfo> {
     if (expectedDigest !== undefined) parseDigest(expectedDigest);
     const temp = this.layout.temp();
     const handle = await open(temp, 'wx');
@@ -65,7 +73,7 @@ export class BlobPool {
         throw new RegistryError(400, 'SIZE_INVALID', `received ${writer.bytes} bytes, expected ${expectedSize}`);
       if (expectedDigest !== undefined && digest !== expectedDigest)
         throw digestInvalid('content does not match digest', { expected: expectedDigest, actual: digest });
-      await this.commit(temp, digest);
+      await this.#commit(temp, digest);
       committed = true;
       return { digest, size: writer.bytes };
     } finally {
@@ -80,10 +88,15 @@ export class BlobPool {
    * Rename a fully written, verified (and fsynced) file into the pool under `digest`. Upload sessions publish
    * their data file this way. Same content wins either way: rename is atomic.
    */
-  async commit(file: string, digest: string): Promise<void> {
+  commit(file: string, digest: string): Promise<void> {
+    return this.layout.gate.write(() => this.#commit(file, digest));
+  }
+
+  async #commit(file: string, digest: string): Promise<void> {
     const target = this.layout.blob(digest);
     await mkdir(dirname(target), { recursive: true });
     await rename(file, target);
+    if (this.fsync) await syncDir(dirname(target));
   }
 
   /** Open a blob for reading: the caller streams from `handle` and closes it. Undefined when absent. */

@@ -27,7 +27,20 @@ export async function listDir(path: string): Promise<string[]> {
   }
 }
 
-/** Write `data` to `temp`, fsync, then rename to `path`: readers see the old file or the whole new one. */
+/** fsync a directory, so the renames into it survive a power cut. */
+export async function syncDir(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Write `data` to `temp`, fsync, rename to `path`, fsync its directory: readers see the old file or the whole new
+ * one, and after a power cut the new one is there once this returns.
+ */
 export async function writeAtomic(temp: string, path: string, data: string): Promise<void> {
   const handle = await open(temp, 'wx');
   try {
@@ -38,4 +51,5 @@ export async function writeAtomic(temp: string, path: string, data: string): Pro
   }
   await mkdir(dirname(path), { recursive: true });
   await rename(temp, path);
+  await syncDir(dirname(path));
 }

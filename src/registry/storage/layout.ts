@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { hexOf } from '../../oci/digest.js';
 import { isRepositoryName } from '../../oci/names.js';
 import { RegistryError } from '../errors.js';
+import { GcGate } from './gc-gate.js';
 
 /**
  * Where the registry keeps what, under its storage directory:
@@ -13,16 +14,22 @@ import { RegistryError } from '../errors.js';
  *   repositories/<name>/_manifests/tags/<tag>         the digest the tag points at
  *   repositories/<name>/_referrers/<subject hex>/<hex>      the referrer's descriptor (referrers API)
  *   uploads/<uuid>/{data,meta.json}                   upload sessions (expire after uploadTtlMs)
- *   tmp/                                              in-flight writes; emptied at open
+ *   serving/<pid>                                     the command of a live process serving the store (serving.ts)
+ *   tmp/<pid>/                                        in-flight writes of process <pid>; removed at open once <pid>
+ *                                                     is gone (never another live process's)
  *
  * Repository names are validated before they reach here, and their components cannot start with '_', so they
  * never collide with the link folders.
  */
 export class StorageLayout {
-  constructor(readonly root: string) {}
+  readonly gate: GcGate;
 
-  /** The folders `open` creates; `tmp` is emptied first. */
-  static readonly FOLDERS = ['tmp', 'blobs/sha256', 'repositories', 'uploads'];
+  constructor(readonly root: string) {
+    this.gate = GcGate.of(resolve(root));
+  }
+
+  /** The folders `open` creates. */
+  static readonly FOLDERS = ['tmp', 'blobs/sha256', 'repositories', 'uploads', 'serving'];
 
   blobPool(): string {
     return join(this.root, 'blobs', 'sha256');
@@ -86,6 +93,11 @@ export class StorageLayout {
 
   /** A fresh path for an in-flight write, on the same filesystem as its destination (so rename is atomic). */
   temp(): string {
-    return join(this.root, 'tmp', randomUUID());
+    return join(this.processTemp(), randomUUID());
+  }
+
+  /** This process's temp space: another process opening the store never removes it while we live. */
+  processTemp(): string {
+    return join(this.root, 'tmp', String(process.pid));
   }
 }

@@ -34,7 +34,7 @@ export class RepositoryIndex {
 
   async linkBlob(repo: string, digest: string): Promise<void> {
     parseDigest(digest);
-    await writeAtomic(this.layout.temp(), this.layout.layerLink(repo, digest), '');
+    await this.layout.gate.write(() => writeAtomic(this.layout.temp(), this.layout.layerLink(repo, digest), ''));
   }
 
   /** Remove a blob from a repository (content stays until gc). False when it was not there. */
@@ -112,6 +112,15 @@ export class RepositoryIndex {
    * subject digest when the manifest has one (the HTTP layer answers with `OCI-Subject`).
    */
   async putManifest(
+    repo: string,
+    reference: string,
+    bytes: Uint8Array,
+    mediaType?: string,
+  ): Promise<{ digest: string; mediaType: string; subject: string | undefined }> {
+    return this.layout.gate.write(() => this.#putManifest(repo, reference, bytes, mediaType));
+  }
+
+  async #putManifest(
     repo: string,
     reference: string,
     bytes: Uint8Array,
