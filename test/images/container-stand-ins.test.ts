@@ -182,6 +182,27 @@ test.serial('rpm-ostree rebase imports the native image, writes the merge commit
   });
 });
 
+test.serial(
+  'rpm-ostree rebase to the reference the default deployment already has: refused before any pull',
+  async (t) => {
+    // coreos/rpm-ostree d5ef5f0c src/daemon/rpmostreed-transaction-types.cxx:89-91: a container refspec equal to the
+    // origin merge deployment's (the first one, rpmostree-sysroot-core.cxx:250) is "Old and new refs are equal: %s";
+    // the client prints `error: ` and that message and exits 1 (as in an MCD log: OCPBUGS-56279).
+    const imgref = `ostree-unverified-registry:${native.pinned}`;
+    const before = ostree('admin', 'status', `--sysroot=${sysroot()}`);
+    const run = await standIn('rpm-ostree', 'rebase', '--experimental', imgref);
+    t.is(run.code, 1);
+    t.is(run.stdout, '', 'nothing pulled, nothing staged');
+    t.is(run.stderr, `error: Old and new refs are equal: ${imgref}\n`);
+    t.is(ostree('admin', 'status', `--sysroot=${sysroot()}`), before);
+    // another reference to the same image is a different ref: not refused
+    const tagged = await standIn('rpm-ostree', 'rebase', `ostree-unverified-registry:${registry.address}/os:v2`);
+    t.is(tagged.code, 0, tagged.stderr);
+    const back = await standIn('rpm-ostree', 'rebase', imgref);
+    t.is(back.code, 0, back.stderr);
+  },
+);
+
 test.serial('bootc switch to the same image again: already imported, the same merge commit', async (t) => {
   const before = ostree(`--repo=${repo()}`, 'rev-parse', merge()!);
   const run = await standIn('bootc', 'switch', '--transport', 'registry', native.pinned);
