@@ -244,3 +244,26 @@ test.serial(
     t.is((await standIn('rpm-ostree', 'cleanup', '-r')).code, 1);
   },
 );
+
+// Last: it stops the registry.
+test.serial(
+  'a digest pullspec already imported needs no registry (ostree-ext AlreadyPresent); a tag does',
+  async (t) => {
+    const imgref = `ostree-unverified-registry:${native.pinned}`;
+    const tagged = `ostree-unverified-registry:${registry.address}/os:v2`;
+    t.is((await standIn('rpm-ostree', 'rebase', tagged)).code, 0);
+    await registry.stop();
+    // bootc-dev/bootc 534c76ea crates/ostree-ext/src/container/store.rs:958-975: no manifest fetch for a digest
+    // already present; rpm-ostree d5ef5f0c rust/src/sysroot_upgrade.rs:130-134 prints only "Pulling manifest".
+    const run = await standIn('rpm-ostree', 'rebase', imgref);
+    t.is(run.code, 0, run.stderr);
+    t.deepEqual(run.stdout.trim().split('\n'), [
+      `Pulling manifest: ${imgref}`,
+      'Staging deployment...done',
+      'Changes queued for next boot. Run "systemctl reboot" to start a reboot',
+    ]);
+    const again = await standIn('rpm-ostree', 'rebase', tagged);
+    t.is(again.code, 1, 'a tag must be resolved by the registry');
+    t.regex(again.stderr, /^error: .*Fetching manifest: /);
+  },
+);
