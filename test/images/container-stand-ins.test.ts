@@ -161,13 +161,18 @@ test.serial('rpm-ostree rebase imports the native image, writes the merge commit
   );
   t.regex(ostree(`--repo=${repo()}`, 'fsck'), /no errors found/);
   // status --json: the new default deployment by its image, and the old one by its pivot:// origin.
-  const status = JSON.parse((await standIn('rpm-ostree', 'status', '--json')).stdout) as {
-    deployments: Record<string, unknown>[];
-  };
+  const printed = (await standIn('rpm-ostree', 'status', '--json')).stdout;
+  // json-glib's pretty generator (GNOME/json-glib 0be776dd json-generator.c:297-308): two spaces, `"key" : value`
+  t.true(printed.startsWith('{\n  "deployments" : [\n    {\n      "id" : "fixture-'), printed.slice(0, 80));
+  t.true(printed.endsWith('\n  "update-driver" : null\n}\n'));
+  const status = JSON.parse(printed) as { deployments: Record<string, unknown>[] };
+  // a container deployment has no "origin" (rpmostreed-deployment-utils.cxx:216-244) and has "timestamp"
+  t.false('origin' in status.deployments[0]!);
+  t.is(typeof status.deployments[0]!.timestamp, 'number');
+  t.is(status.deployments[1]!.origin, v1, 'a checksum origin is "origin"');
   t.like(status.deployments[0], {
     checksum: mergeCommit,
     version: '2',
-    origin: imgref,
     'container-image-reference': imgref,
     'container-image-reference-digest': native.digest,
   });
