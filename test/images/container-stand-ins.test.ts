@@ -219,7 +219,51 @@ test.serial('bootc switch to the same image again: already imported, the same me
     `  Digest: ${native.digest}`,
   ]);
   t.is(ostree(`--repo=${repo()}`, 'rev-parse', merge()!), before);
-  const host = JSON.parse((await standIn('bootc', 'status', '--json')).stdout) as {
+  const printed = (await standIn('bootc', 'status', '--json')).stdout;
+  // RFC 8785 canonical JSON (bootc-dev/bootc 534c76ea crates/lib/src/status.rs:512): sorted keys, no whitespace, as
+  // the key order of crates/lib/src/spec.rs Host, HostStatus and BootEntry sorted gives
+  const canonical = (value: unknown): string =>
+    Array.isArray(value)
+      ? `[${value.map(canonical).join(',')}]`
+      : value !== null && typeof value === 'object'
+        ? `{${Object.keys(value)
+            .sort()
+            .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
+            .join(',')}}`
+        : JSON.stringify(value);
+  t.is(printed, canonical(JSON.parse(printed)));
+  t.true(printed.startsWith('{"apiVersion":"org.containers.bootc/v1","kind":"BootcHost","metadata":{"name":"host"},'));
+  const parsed = JSON.parse(printed) as { status: Record<string, unknown> & { otherDeployments: object[] } };
+  t.deepEqual(Object.keys(parsed.status), [
+    'booted',
+    'otherDeployments',
+    'readOnly',
+    'rollback',
+    'rollbackQueued',
+    'staged',
+    'type',
+    'usrOverlay',
+  ]);
+  t.deepEqual(Object.keys(parsed.status.otherDeployments[0]!), [
+    'cachedUpdate',
+    'composefs',
+    'downloadOnly',
+    'image',
+    'incompatible',
+    'ostree',
+    'pinned',
+    'softRebootCapable',
+    'store',
+  ]);
+  const entries = [
+    parsed.status.staged,
+    parsed.status.booted,
+    parsed.status.rollback,
+    ...parsed.status.otherDeployments,
+  ];
+  for (const entry of entries.filter((e) => e !== null))
+    t.like(entry, { store: 'ostreeContainer', composefs: null }, 'on every entry (status.rs:272-287)');
+  const host = JSON.parse(printed) as {
     kind: string;
     status: { otherDeployments: { image: { image: { image: string }; imageDigest: string } | null }[] };
   };
