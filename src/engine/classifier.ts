@@ -119,6 +119,24 @@ const RETRIED_ERROR = /(?:^|\]: )Error: (\S.*)$/;
 /** Failures whose own line says only that retries ran out: the reason adds the last retried error. */
 const NEEDS_CAUSE: ReadonlySet<string> = new Set(['fatal error']);
 
+/**
+ * rpm-ostree's refusal of a rebase to the reference the default deployment's origin already names (coreos/rpm-ostree
+ * d5ef5f0c src/daemon/rpmostreed-transaction-types.cxx:91 and :139, `change_origin_refspec`): the client prints
+ * `error: Old and new refs are equal: <ref>` and exits 1 before pulling, staging nothing. A refused request, not a
+ * failed pivot: the node keeps running what it runs, as pivot's "Already at target".
+ */
+export const REFUSED_REQUEST = /(?:^|\]: )error: (Old and new refs are equal): (\S+)/;
+
+/** The refusal in a tool's output (a console line or a request's own output), as a `guest.pivot.skipped` reason. */
+export function refusedRequest(output: string): { target: string; reason: string } | undefined {
+  for (const line of output.split('\n')) {
+    const match = REFUSED_REQUEST.exec(stripConsoleNoise(line));
+    if (match)
+      return { target: match[2]!.replace(/^ostree-[a-z-]+:(?:docker:\/\/)?/, ''), reason: match[1]!.toLowerCase() };
+  }
+  return undefined;
+}
+
 /** A bare `error: ` line is an update tool's only after one of these facts of the boot (its pull or staging). */
 const TOOL_AT_WORK = (seen: ReadonlySet<string>) => [...seen].some((fact) => fact.startsWith('pivot:'));
 
@@ -244,6 +262,8 @@ function classifyLine(state: ClassifierState, node: string, raw: string): Classi
   if (line === '') return { state, events: [] };
   const at = line.indexOf(REPORT_PREFIX);
   if (at >= 0) return classifyReport(state, node, line.slice(at + REPORT_PREFIX.length), line);
+  const refused = refusedRequest(line);
+  if (refused) return fromFact(state, node, { kind: 'skipped', ...refused });
   for (const [pattern, reason] of FAILURE_MARKERS) {
     if (!pattern.test(line)) continue;
     if (reason === 'update tool error' && line.startsWith('error: ') && !TOOL_AT_WORK(state.seen)) break;

@@ -11,6 +11,7 @@ import {
   type StepRuntime,
 } from '../steps/runtime.js';
 import { formatDuration } from '../steps/units.js';
+import { refusedRequest } from './classifier.js';
 import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { NodeWatches } from './node-watch.js';
 import { guestPullspec, type World } from './prepare.js';
@@ -164,6 +165,12 @@ export class EngineRuntime implements StepRuntime {
       // The reboot it asked for may end the connection before ssh reports the status.
       if (result.output.includes(REBOOT_MARKER)) this.staged?.rebootRequested(node);
       if (result.code === 0 || result.output.includes(REBOOT_MARKER)) return;
+      // rpm-ostree refused the request (the ref it is on): nothing staged, as on a real node; not a step failure.
+      const refused = refusedRequest(result.output);
+      if (refused) {
+        this.watches.bus.emit({ kind: 'guest.pivot.skipped', node, ...refused });
+        return;
+      }
       const tail = result.output.trim().split('\n').slice(-6).join('\n');
       if (result.code !== SSH_FAILED || deadline - Date.now() < SSH_RETRY_MS) {
         const status =

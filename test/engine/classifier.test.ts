@@ -6,6 +6,7 @@ import {
   classify,
   type GuestEvent,
   initialState,
+  refusedRequest,
   stripConsoleNoise,
 } from '../../src/engine/classifier.js';
 import { repoRoot } from '../helpers/cli.js';
@@ -406,4 +407,32 @@ test('the MCD firstboot error (retried forever upstream) is a failure; a warning
   ];
   const { events } = run(lines.map((line) => ({ kind: 'vm.console', node: 'n1', line })));
   t.deepEqual(brief(events), ['failure machine-config daemon firstboot error']);
+});
+
+test("rpm-ostree's same-ref refusal is a refused request, not an update tool error, even with a pull at work", (t) => {
+  const ref = 'ostree-unverified-registry:10.0.2.2:5000/devpivot/v2@sha256:' + '2'.repeat(64);
+  const { events } = run([
+    { kind: 'vm.console', node: 'n1', line: `Pulling manifest: ${ref}` },
+    // the journal line on the console, as MCD logs quote it (OCPBUGS-56279); rpmostreed-transaction-types.cxx:91
+    { kind: 'vm.console', node: 'n1', line: `rpm-ostree[812]: error: Old and new refs are equal: ${ref}` },
+    { kind: 'vm.console', node: 'n1', line: `error: Old and new refs are equal: ${ref}` },
+  ]);
+  t.deepEqual(events.slice(1), [
+    {
+      kind: 'guest.pivot.skipped',
+      node: 'n1',
+      target: `10.0.2.2:5000/devpivot/v2@sha256:${'2'.repeat(64)}`,
+      reason: 'old and new refs are equal',
+    },
+  ]);
+  t.deepEqual(refusedRequest(`x\nerror: Old and new refs are equal: ${ref}\n`), {
+    target: `10.0.2.2:5000/devpivot/v2@sha256:${'2'.repeat(64)}`,
+    reason: 'old and new refs are equal',
+  });
+  // any other rpm-ostree error after a pull stays a failure
+  const other = run([
+    { kind: 'vm.console', node: 'n1', line: `Pulling manifest: ${ref}` },
+    { kind: 'vm.console', node: 'n1', line: 'error: Preparing import: Fetching manifest: connection refused' },
+  ]);
+  t.deepEqual(brief(other.events).slice(1), ['failure update tool error']);
 });

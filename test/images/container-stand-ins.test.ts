@@ -161,13 +161,18 @@ test.serial('rpm-ostree rebase imports the native image, writes the merge commit
   );
   t.regex(ostree(`--repo=${repo()}`, 'fsck'), /no errors found/);
   // status --json: the new default deployment by its image, and the old one by its pivot:// origin.
-  const status = JSON.parse((await standIn('rpm-ostree', 'status', '--json')).stdout) as {
-    deployments: Record<string, unknown>[];
-  };
+  const printed = (await standIn('rpm-ostree', 'status', '--json')).stdout;
+  // json-glib's pretty generator (GNOME/json-glib 0be776dd json-generator.c:297-308): two spaces, `"key" : value`
+  t.true(printed.startsWith('{\n  "deployments" : [\n    {\n      "id" : "fixture-'), printed.slice(0, 80));
+  t.true(printed.endsWith('\n  "update-driver" : null\n}\n'));
+  const status = JSON.parse(printed) as { deployments: Record<string, unknown>[] };
+  // a container deployment has no "origin" (rpmostreed-deployment-utils.cxx:216-244) and has "timestamp"
+  t.false('origin' in status.deployments[0]!);
+  t.is(typeof status.deployments[0]!.timestamp, 'number');
+  t.is(status.deployments[1]!.origin, v1, 'a checksum origin is "origin"');
   t.like(status.deployments[0], {
     checksum: mergeCommit,
     version: '2',
-    origin: imgref,
     'container-image-reference': imgref,
     'container-image-reference-digest': native.digest,
   });
@@ -182,6 +187,27 @@ test.serial('rpm-ostree rebase imports the native image, writes the merge commit
   });
 });
 
+test.serial(
+  'rpm-ostree rebase to the reference the default deployment already has: refused before any pull',
+  async (t) => {
+    // coreos/rpm-ostree d5ef5f0c src/daemon/rpmostreed-transaction-types.cxx:89-91: a container refspec equal to the
+    // origin merge deployment's (the first one, rpmostree-sysroot-core.cxx:250) is "Old and new refs are equal: %s";
+    // the client prints `error: ` and that message and exits 1 (as in an MCD log: OCPBUGS-56279).
+    const imgref = `ostree-unverified-registry:${native.pinned}`;
+    const before = ostree('admin', 'status', `--sysroot=${sysroot()}`);
+    const run = await standIn('rpm-ostree', 'rebase', '--experimental', imgref);
+    t.is(run.code, 1);
+    t.is(run.stdout, '', 'nothing pulled, nothing staged');
+    t.is(run.stderr, `error: Old and new refs are equal: ${imgref}\n`);
+    t.is(ostree('admin', 'status', `--sysroot=${sysroot()}`), before);
+    // another reference to the same image is a different ref: not refused
+    const tagged = await standIn('rpm-ostree', 'rebase', `ostree-unverified-registry:${registry.address}/os:v2`);
+    t.is(tagged.code, 0, tagged.stderr);
+    const back = await standIn('rpm-ostree', 'rebase', imgref);
+    t.is(back.code, 0, back.stderr);
+  },
+);
+
 test.serial('bootc switch to the same image again: already imported, the same merge commit', async (t) => {
   const before = ostree(`--repo=${repo()}`, 'rev-parse', merge()!);
   const run = await standIn('bootc', 'switch', '--transport', 'registry', native.pinned);
@@ -193,7 +219,51 @@ test.serial('bootc switch to the same image again: already imported, the same me
     `  Digest: ${native.digest}`,
   ]);
   t.is(ostree(`--repo=${repo()}`, 'rev-parse', merge()!), before);
-  const host = JSON.parse((await standIn('bootc', 'status', '--json')).stdout) as {
+  const printed = (await standIn('bootc', 'status', '--json')).stdout;
+  // RFC 8785 canonical JSON (bootc-dev/bootc 534c76ea crates/lib/src/status.rs:512): sorted keys, no whitespace, as
+  // the key order of crates/lib/src/spec.rs Host, HostStatus and BootEntry sorted gives
+  const canonical = (value: unknown): string =>
+    Array.isArray(value)
+      ? `[${value.map(canonical).join(',')}]`
+      : value !== null && typeof value === 'object'
+        ? `{${Object.keys(value)
+            .sort()
+            .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
+            .join(',')}}`
+        : JSON.stringify(value);
+  t.is(printed, canonical(JSON.parse(printed)));
+  t.true(printed.startsWith('{"apiVersion":"org.containers.bootc/v1","kind":"BootcHost","metadata":{"name":"host"},'));
+  const parsed = JSON.parse(printed) as { status: Record<string, unknown> & { otherDeployments: object[] } };
+  t.deepEqual(Object.keys(parsed.status), [
+    'booted',
+    'otherDeployments',
+    'readOnly',
+    'rollback',
+    'rollbackQueued',
+    'staged',
+    'type',
+    'usrOverlay',
+  ]);
+  t.deepEqual(Object.keys(parsed.status.otherDeployments[0]!), [
+    'cachedUpdate',
+    'composefs',
+    'downloadOnly',
+    'image',
+    'incompatible',
+    'ostree',
+    'pinned',
+    'softRebootCapable',
+    'store',
+  ]);
+  const entries = [
+    parsed.status.staged,
+    parsed.status.booted,
+    parsed.status.rollback,
+    ...parsed.status.otherDeployments,
+  ];
+  for (const entry of entries.filter((e) => e !== null))
+    t.like(entry, { store: 'ostreeContainer', composefs: null }, 'on every entry (status.rs:272-287)');
+  const host = JSON.parse(printed) as {
     kind: string;
     status: { otherDeployments: { image: { image: { image: string }; imageDigest: string } | null }[] };
   };
@@ -221,5 +291,28 @@ test.serial(
       'nothing is staged on this host (deploy --stage is a deploy here)',
     );
     t.is((await standIn('rpm-ostree', 'cleanup', '-r')).code, 1);
+  },
+);
+
+// Last: it stops the registry.
+test.serial(
+  'a digest pullspec already imported needs no registry (ostree-ext AlreadyPresent); a tag does',
+  async (t) => {
+    const imgref = `ostree-unverified-registry:${native.pinned}`;
+    const tagged = `ostree-unverified-registry:${registry.address}/os:v2`;
+    t.is((await standIn('rpm-ostree', 'rebase', tagged)).code, 0);
+    await registry.stop();
+    // bootc-dev/bootc 534c76ea crates/ostree-ext/src/container/store.rs:958-975: no manifest fetch for a digest
+    // already present; rpm-ostree d5ef5f0c rust/src/sysroot_upgrade.rs:130-134 prints only "Pulling manifest".
+    const run = await standIn('rpm-ostree', 'rebase', imgref);
+    t.is(run.code, 0, run.stderr);
+    t.deepEqual(run.stdout.trim().split('\n'), [
+      `Pulling manifest: ${imgref}`,
+      'Staging deployment...done',
+      'Changes queued for next boot. Run "systemctl reboot" to start a reboot',
+    ]);
+    const again = await standIn('rpm-ostree', 'rebase', tagged);
+    t.is(again.code, 1, 'a tag must be resolved by the registry');
+    t.regex(again.stderr, /^error: .*Fetching manifest: /);
   },
 );
