@@ -129,3 +129,26 @@ export async function probeAccelCached(
   } catch {} // a read-only state directory only costs the next run another probe
   return probe;
 }
+
+/**
+ * The same probe as `probeAccel`, as one POSIX shell script for a remote libvirt host (run over the URI's own ssh
+ * login): boot the host's newest /boot/vmlinuz-* under KVM for 5 s and look for the kernel banner. Exit 0: KVM
+ * works; 1: it does not (the last line says why); 3: this login cannot open /dev/kvm, so nothing is proven (QEMU
+ * under qemu:///system runs as another user) and the caller falls back to libvirt's capabilities.
+ */
+export const REMOTE_ACCEL_SCRIPT = [
+  '[ -e /dev/kvm ] || { echo "/dev/kvm does not exist"; exit 1; }',
+  '[ -r /dev/kvm ] && [ -w /dev/kvm ] || { echo "/dev/kvm is not accessible to this login"; exit 3; }',
+  'k=$(ls /boot/vmlinuz-* 2>/dev/null | sort -r | head -n 1)',
+  '[ -n "$k" ] || { echo "no kernel in /boot to probe with"; exit 3; }',
+  `timeout 5 qemu-system-x86_64 -accel kvm -machine pc -nodefaults -no-user-config -display none -m 128 -serial stdio -no-reboot -kernel "$k" -append "console=ttyS0 earlyprintk=ttyS0 panic=-1" 2>&1 | grep -m 1 -q "${KERNEL_BANNER}" && exit 0`,
+  'echo "no guest output within 5 s under KVM (or qemu exited)"; exit 1',
+].join('\n');
+
+/** The probe's answer from `REMOTE_ACCEL_SCRIPT`'s exit code and output; undefined where nothing was proven. */
+export function remoteAccelAnswer(code: number | null, output: string): AccelProbe | undefined {
+  if (code === 0) return { domainType: 'kvm', detail: 'KVM' };
+  if (code !== 1) return undefined;
+  const reason = output.trim().split('\n').pop() ?? 'the probe failed';
+  return { domainType: 'qemu', detail: `TCG (KVM not usable: ${reason})` };
+}

@@ -1,7 +1,14 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { findProbeKernel, probeAccel, probeAccelCached } from '../../src/vm/accel.js';
+import { run } from '../../src/core/exec.js';
+import {
+  findProbeKernel,
+  probeAccel,
+  probeAccelCached,
+  REMOTE_ACCEL_SCRIPT,
+  remoteAccelAnswer,
+} from '../../src/vm/accel.js';
 import { tempDir } from '../helpers/temp.js';
 
 function fakeQemu(script: string): string {
@@ -56,4 +63,25 @@ test('the cached probe answers without booting again until refreshed', async (t)
   t.deepEqual(cached, seeded);
   t.true(Date.now() - started < 2000, 'a cache hit does not wait for the 5 s hang again');
   t.is(JSON.parse(readFileSync(cacheFile, 'utf8')).domainType, 'qemu');
+});
+
+// The remote probe is a shell script run over the qemu+ssh login; run here, on a host it can reach as root, it must
+// reach the local probe's verdict (on a host whose /dev/kvm exists but aborts, both say TCG).
+test("the remote probe script gives the local probe's answer on this host", async (t) => {
+  const local = await probeAccel();
+  const result = await run('sh', ['-c', REMOTE_ACCEL_SCRIPT], { timeoutMs: 30_000 });
+  const remote = remoteAccelAnswer(result.code, result.all);
+  t.truthy(remote, `the script proved nothing: exit ${result.code}: ${result.all}`);
+  t.is(remote?.domainType, local.domainType, `local: ${local.detail}; script: ${result.all}`);
+});
+
+test("the remote probe's exit codes: 0 is KVM, 1 is TCG with the reason, 3 and ssh failures prove nothing", (t) => {
+  t.deepEqual(remoteAccelAnswer(0, ''), { domainType: 'kvm', detail: 'KVM' });
+  t.deepEqual(remoteAccelAnswer(1, 'x\n/dev/kvm does not exist\n'), {
+    domainType: 'qemu',
+    detail: 'TCG (KVM not usable: /dev/kvm does not exist)',
+  });
+  t.is(remoteAccelAnswer(3, '/dev/kvm is not accessible to this login'), undefined);
+  t.is(remoteAccelAnswer(255, 'ssh: connect to host refused'), undefined);
+  t.is(remoteAccelAnswer(null, 'timed out'), undefined);
 });

@@ -3,7 +3,7 @@ import type { EventBus } from '../../core/bus.js';
 import { DevpivotError } from '../../core/errors.js';
 import type { DevpivotEvent } from '../../core/events.js';
 import { libvirtUri, stateDir } from '../../core/paths.js';
-import { probeAccelCached } from '../accel.js';
+import { type AccelProbe, probeAccelCached, REMOTE_ACCEL_SCRIPT, remoteAccelAnswer } from '../accel.js';
 import {
   DEVPIVOT_XMLNS,
   type DevpivotMetadata,
@@ -18,6 +18,8 @@ import {
 import type { NodeSpec, VmHost } from '../host.js';
 import { ownsDomain } from '../owner.js';
 import { digestCacheFile, imageDigest, inspectQcow2 } from '../qcow2.js';
+import { runRemote } from '../remote/remote-command.js';
+import { sshDestinationOf } from '../remote/ssh-destination.js';
 import { assertValidSessionId, consoleLogPath, newSessionId, recordSession } from '../sessions.js';
 import { Connection, LifecycleEvent, UndefineFlag } from './connection.js';
 import { InFlight, untilAborted } from './inflight.js';
@@ -37,12 +39,19 @@ export interface OpenHostOptions {
   stateDir?: string;
   /** Target directory for a new `devpivot` pool when the URI does not imply one (remote session daemons). */
   poolPath?: string;
-  /** Skip the accelerator probe (default: probe locally, read capabilities remotely). */
+  /** Skip the accelerator probe (default: probe locally; remotely, over the URI's ssh login). */
   domainType?: 'kvm' | 'qemu';
+  /** The remote probe (default: `REMOTE_ACCEL_SCRIPT` over the qemu+ssh login); injectable for tests. */
+  remoteAccel?: (uri: string) => Promise<AccelProbe | undefined>;
 }
 
-/** Kept for callers of the earlier name: the contract's NodeSpec now has the optional `kernel` itself. */
-export type LibvirtNodeSpec = NodeSpec;
+/** Run the accelerator probe on a qemu+ssh host; undefined where it proves nothing (another transport, no access). */
+async function probeRemoteAccel(uri: string): Promise<AccelProbe | undefined> {
+  const destination = sshDestinationOf(uri);
+  if (!destination) return undefined;
+  const result = await runRemote(destination, ['sh', '-c', REMOTE_ACCEL_SCRIPT], { timeoutMs: 30_000 });
+  return remoteAccelAnswer(result.code, result.output);
+}
 
 let localAccel: Promise<'kvm' | 'qemu'> | undefined;
 
@@ -203,6 +212,8 @@ export class LibvirtHost implements VmHost, NodeHost {
       });
   }
 
+  #remoteAccel: Promise<'kvm' | 'qemu'> | undefined;
+
   #ensurePool(): Promise<{ pool: StoragePool; path: string }> {
     this.#pool ??= ensurePool(this.#conn, this.#options.poolPath).catch((error) => {
       this.#pool = undefined;
@@ -217,8 +228,16 @@ export class LibvirtHost implements VmHost, NodeHost {
       localAccel ??= probeAccelCached(posix.join(this.#stateDir, 'accel.json')).then((probe) => probe.domainType);
       return localAccel;
     }
-    // A remote hypervisor cannot be probed from here: trust its capabilities.
-    return (await this.#conn.capabilities()).includes("<domain type='kvm'") ? 'kvm' : 'qemu';
+    // libvirt's capabilities say only that /dev/kvm exists there; where KVM is offered, prove it works as the
+    // local probe does (over the URI's ssh login), since a broken /dev/kvm makes the domain die at start.
+    if (!(await this.#conn.capabilities()).includes("<domain type='kvm'")) return 'qemu';
+    this.#remoteAccel ??= (this.#options.remoteAccel ?? probeRemoteAccel)(this.uri).then((probe) => {
+      if (!probe) return 'kvm';
+      if (probe.domainType === 'qemu')
+        this.emit({ kind: 'log', level: 'warn', source: 'vm', message: `${this.uri}: ${probe.detail}` });
+      return probe.domainType;
+    });
+    return this.#remoteAccel;
   }
 
   createNode(spec: NodeSpec, signal?: AbortSignal): Promise<LibvirtNode> {

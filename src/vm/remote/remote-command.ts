@@ -8,6 +8,8 @@ import { type SshDestination, sshOptionsOf } from './ssh-destination.js';
 
 export interface RemoteCommandResult {
   ok: boolean;
+  /** The command's exit status (ssh's own failures are 255); null when it did not run or timed out. */
+  code: number | null;
   /** ssh's and the command's last words when it failed. */
   output: string;
 }
@@ -19,7 +21,7 @@ export async function runRemote(
 ): Promise<RemoteCommandResult> {
   const result = await run('ssh', remoteCommandArgs(destination, argv), { timeoutMs: options.timeoutMs ?? 20_000 });
   const output = (result.spawnError?.message ?? (result.timedOut ? 'timed out' : result.all)).trim();
-  return { ok: result.code === 0, output: output.split('\n').slice(-6).join('\n') };
+  return { ok: result.code === 0, code: result.code, output: output.split('\n').slice(-6).join('\n') };
 }
 
 /** ssh's arguments for `argv` on the destination. */
