@@ -8,7 +8,7 @@ import { chmod, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'no
 import { dirname, join } from 'node:path';
 import { run } from '../core/exec.js';
 import { cacheDir } from '../core/paths.js';
-import { processAlive } from './lock.js';
+import { processAlive } from '../core/process-alive.js';
 
 /** One version of the fixture OS: an ostree commit in `Fixture.repo`; version 1 also has a bootable disk. */
 export interface FixtureVersion {

@@ -1,19 +1,10 @@
 import { open, readFile, rm, stat } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DevpivotError } from '../core/errors.js';
+import { processAlive } from '../core/process-alive.js';
 
 export interface Lock {
   release(): Promise<void>;
-}
-
-/** Whether process `pid` exists (EPERM: it does, under another user). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** What a lock guards, for the error when its owner holds it too long. */

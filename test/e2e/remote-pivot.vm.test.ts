@@ -13,7 +13,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { Stamped } from '../../src/core/events.js';
-import { processAlive } from '../../src/images/lock.js';
+import { processAlive } from '../../src/core/process-alive.js';
 import { type CliResult, runCli } from '../helpers/cli.js';
 import { startSshd } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/temp.js';

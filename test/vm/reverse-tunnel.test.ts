@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { DevpivotError } from '../../src/core/errors.js';
-import { processAlive } from '../../src/images/lock.js';
+import { processAlive } from '../../src/core/process-alive.js';
 import { openReverseTunnel } from '../../src/vm/remote/reverse-tunnel.js';
 import { sshDestinationOf } from '../../src/vm/remote/ssh-destination.js';
 import { startSshd, type TestSshd } from '../helpers/sshd.js';

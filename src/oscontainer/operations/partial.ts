@@ -7,6 +7,7 @@
  */
 import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processAlive } from '../../core/process-alive.js';
 
 export interface Partial {
   /** The file to download into (append). */
@@ -15,15 +16,6 @@ export interface Partial {
   readonly size: number;
   /** Give the partial up (keep: false removes it, e.g. after a digest mismatch) and release the lock. */
   release(keep: boolean): Promise<void>;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function lock(file: string): Promise<boolean> {
@@ -36,7 +28,7 @@ async function lock(file: string): Promise<boolean> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return false;
       const owner = Number((await readFile(file, 'utf8').catch(() => '')).trim());
-      if (Number.isInteger(owner) && owner > 0 && alive(owner)) return false;
+      if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) return false;
       await rm(file, { force: true });
     }
   }

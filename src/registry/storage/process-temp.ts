@@ -1,6 +1,6 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { processAlive } from '../../images/lock.js';
+import { processAlive } from '../../core/process-alive.js';
 
 /**
  * Remove the temp spaces (`tmp/<pid>/`) of processes that are gone: what a crashed run left in flight. A live

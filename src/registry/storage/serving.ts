@@ -1,6 +1,6 @@
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { processAlive } from '../../images/lock.js';
+import { processAlive } from '../../core/process-alive.js';
 
 /**
  * `serving/<pid>` in the storage directory: the command of a live process whose registry serves this store.
