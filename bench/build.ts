@@ -18,7 +18,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadFixture } from '../src/images/fixture.js';
+import { loadFixture } from '../src/fixture/fixture.js';
 import { buildOscontainer, writeRepoLayer } from '../src/oscontainer/build.js';
 import { writeLayerFile } from '../src/oscontainer/layer-file.js';
 import { ArchiveRepo } from '../src/oscontainer/native/archive-repo.js';

@@ -20,13 +20,13 @@ const ALLOWED: Record<string, readonly string[] | typeof ANYTHING> = {
   // Pivot drivers: one file each (formats, specs, kernel arguments, fragment, second request); no engine.
   drivers: ['core', 'oci', 'ignition'],
   ignition: ['core', 'drivers'],
-  images: ['core'],
+  fixture: ['core'],
   vm: ['core'],
   // Step kinds: their schema, parse and run over a small runtime interface; scenario and engine import them.
   steps: ['core', 'registry'],
   scenario: ['core', 'steps', 'ignition', 'oci', 'drivers'],
-  engine: ['core', 'oci', 'steps', 'scenario', 'registry', 'oscontainer', 'ignition', 'drivers', 'images', 'vm'],
-  doctor: ['core', 'vm', 'images'],
+  engine: ['core', 'oci', 'steps', 'scenario', 'registry', 'oscontainer', 'ignition', 'drivers', 'fixture', 'vm'],
+  doctor: ['core', 'vm', 'fixture'],
   report: ['core', 'engine', 'scenario'],
   tui: ['core', 'report', 'engine', 'scenario'],
   cli: ANYTHING,

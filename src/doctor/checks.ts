@@ -6,7 +6,7 @@
 import { existsSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { run } from '../core/exec.js';
-import { fixtureState } from '../images/fixture.js';
+import { fixtureState } from '../fixture/fixture.js';
 import { probeAccelCached } from '../vm/accel.js';
 
 /** One row of `devpivot doctor`. `required: false` rows inform but never fail the check. */

@@ -1,6 +1,6 @@
 import type { EventBus } from '../core/bus.js';
 import type { PivotDriver } from '../drivers/index.js';
-import type { Fixture } from '../images/fixture.js';
+import type { Fixture } from '../fixture/fixture.js';
 import type { RegistryFaults, StartRegistryOptions } from '../registry/index.js';
 import type { VmHost } from '../vm/host.js';
 import type { SessionKey } from './ssh.js';

@@ -14,7 +14,7 @@ import { rename, rm, stat } from 'node:fs/promises';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { DevpivotError, ExitCode } from '../core/errors.js';
-import { acquireLock } from '../images/lock.js';
+import { acquireLock } from '../fixture/lock.js';
 
 export interface DownloadOptions {
   /** The image's name in the scenario, for messages. */

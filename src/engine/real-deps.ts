@@ -1,7 +1,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { buildFixture, defaultRecipeDir } from '../fixture/fixture.js';
 import { generateIgnition } from '../ignition/index.js';
-import { buildFixture, defaultRecipeDir } from '../images/fixture.js';
 import { builderFingerprint } from '../oscontainer/builder-fingerprint.js';
 import {
   buildAndPush,

@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { loadFixture } from '../../src/images/fixture.js';
+import { loadFixture } from '../../src/fixture/fixture.js';
 import { buildAndPush } from '../../src/oscontainer/index.js';
 import { repoRoot } from '../helpers/cli.js';
 import { type DockerRegistry, imageBlobs, startDockerRegistry } from '../oscontainer/docker-registry.js';

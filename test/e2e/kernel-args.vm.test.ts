@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import type { EventOf, Stamped } from '../../src/core/events.js';
-import { loadFixture } from '../../src/images/fixture.js';
+import { loadFixture } from '../../src/fixture/fixture.js';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 const MARKER = 'devpivot-kernel-args-issue';

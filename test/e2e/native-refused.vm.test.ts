@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { loadFixture } from '../../src/images/fixture.js';
+import { loadFixture } from '../../src/fixture/fixture.js';
 import { buildAndPush } from '../../src/oscontainer/index.js';
 import { type RunningRegistry, startRegistry } from '../../src/registry/index.js';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';

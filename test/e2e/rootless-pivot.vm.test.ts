@@ -23,8 +23,8 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import test from 'ava';
-import { loadFixture } from '../../src/images/fixture.js';
-import { readManifest } from '../../src/images/fixture-store.js';
+import { loadFixture } from '../../src/fixture/fixture.js';
+import { readManifest } from '../../src/fixture/fixture-store.js';
 import { binPath } from '../helpers/cli.js';
 import { ensureTestUser, privateHome, readableCheckout, runAsUser, USER_PATH } from '../helpers/unprivileged-user.js';
 import { bootedVersions, runScenarioCli, session } from './run-scenario.js';

@@ -10,7 +10,7 @@ import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import type { Stamped } from '../../src/core/events.js';
 import { realDeps } from '../../src/engine/real-deps.js';
-import { loadFixture } from '../../src/images/fixture.js';
+import { loadFixture } from '../../src/fixture/fixture.js';
 
 test('a second run on another port of the same storage reuses the build; the first pushed in process', async (t) => {
   t.timeout(120_000);

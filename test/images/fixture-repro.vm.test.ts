@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { buildFixture, loadFixture } from '../../src/images/fixture.js';
+import { buildFixture, loadFixture } from '../../src/fixture/fixture.js';
 
 async function sha256(path: string): Promise<string> {
   const hash = createHash('sha256');

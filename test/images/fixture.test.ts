@@ -14,8 +14,8 @@ import {
   fixtureState,
   loadFixture,
   unreadableForOthers,
-} from '../../src/images/fixture.js';
-import { acquireLock } from '../../src/images/lock.js';
+} from '../../src/fixture/fixture.js';
+import { acquireLock } from '../../src/fixture/lock.js';
 import { runCli } from '../helpers/cli.js';
 
 const exec = promisify(execFile);

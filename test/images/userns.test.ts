@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
-import { runRecipe, withSbin } from '../../src/images/fixture-build.js';
-import { isInitialUidMap, recipeCommand, recipeMode, userNamespaceHint } from '../../src/images/userns.js';
+import { runRecipe, withSbin } from '../../src/fixture/fixture-build.js';
+import { isInitialUidMap, recipeCommand, recipeMode, userNamespaceHint } from '../../src/fixture/userns.js';
 
 const exec = promisify(execFile);
 

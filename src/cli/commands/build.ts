@@ -1,5 +1,5 @@
 import { UsageError } from '../../core/errors.js';
-import { loadFixture } from '../../images/fixture.js';
+import { loadFixture } from '../../fixture/fixture.js';
 import { parseReference } from '../../oci/reference.js';
 import { buildOscontainer, OSCONTAINER_FORMATS, type OscontainerFormat } from '../../oscontainer/build.js';
 import { pushOscontainer } from '../../oscontainer/push.js';

@@ -1,5 +1,5 @@
 import { DevpivotError, UsageError } from '../../core/errors.js';
-import { buildFixture, type Fixture, fixtureState, loadFixture, unreadableForOthers } from '../../images/fixture.js';
+import { buildFixture, type Fixture, fixtureState, loadFixture, unreadableForOthers } from '../../fixture/fixture.js';
 import type { Command } from '../command.js';
 
 function formatBytes(bytes: number | undefined): string {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { execa } from 'execa';
-import { loadFixture } from '../../../src/images/fixture.js';
+import { loadFixture } from '../../../src/fixture/fixture.js';
 import { buildOscontainer, type OscontainerImage } from '../../../src/oscontainer/build.js';
 import { CAPABILITY, lsCommit, makeOsTree, type OsTree, USER_XATTR } from './os-tree.js';
 
