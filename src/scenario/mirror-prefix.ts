@@ -7,6 +7,7 @@
  * anything else would be read as a Docker Hub namespace.
  */
 import type { Node } from 'yaml';
+import type { MirrorPrefix } from '../ignition/mirror-fragment.js';
 import type { DocumentReader } from './reader.js';
 
 const DOMAIN_COMPONENT = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
@@ -16,12 +17,7 @@ const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 /** The embedded registry's own repositories (docs/PROTOCOLS.md "Mirror mode"): no mirror may claim them. */
 const RESERVED = 'devpivot';
 
-export interface MirrorPrefix {
-  /** As written: `quay.io/openshift-release-dev`. */
-  prefix: string;
-  /** The repository path without the host: `openshift-release-dev`, where the embedded registry holds it. */
-  path: string;
-}
+export type { MirrorPrefix };
 
 export function readMirrorPrefix(r: DocumentReader, node: Node | null, what: string): MirrorPrefix {
   const text = r.string(node, what);
