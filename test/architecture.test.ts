@@ -19,7 +19,7 @@ const ALLOWED: Record<string, readonly string[] | typeof ANYTHING> = {
   oscontainer: ['core', 'oci'],
   // Pivot drivers: one file each (formats, specs, kernel arguments, fragment, second request); no engine.
   drivers: ['core', 'oci', 'ignition'],
-  ignition: ['core', 'drivers'],
+  ignition: ['core', 'oci', 'drivers'],
   fixture: ['core'],
   vm: ['core'],
   // Step kinds: their schema, parse and run over a small runtime interface; scenario and engine import them.
