@@ -7,7 +7,7 @@ const ID = /^[a-z0-9](?:[a-z0-9]|-(?!-))*$/;
 
 /** Lower-case letters, digits and single dashes; no leading, trailing or double dash; at most 40 characters. */
 export function validName(value: string): boolean {
-  return value.length > 0 && value.length <= MAX_NAME_LENGTH && ID.test(value) && !value.endsWith('-');
+  return value.length > 0 && value.length <= MAX_ID_LENGTH && ID.test(value) && !value.endsWith('-');
 }
 
-export const MAX_NAME_LENGTH = 40;
+export const MAX_ID_LENGTH = 40;

@@ -13,7 +13,7 @@ import {
   upstreamClient,
 } from '../oscontainer/index.js';
 import { type RunningRegistry, startRegistry } from '../registry/index.js';
-import { openHost } from '../vm/index.js';
+import { openHost } from '../vm/libvirt/index.js';
 import type { Deps, PushedImage } from './deps.js';
 import { underPaths } from './mirror.js';
 import { ensureSessionKey } from './ssh.js';

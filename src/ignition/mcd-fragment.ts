@@ -9,6 +9,7 @@
  * `templates/common/_base/files/pull-secret.yaml` (mode 0600), `pkg/daemon/constants/constants.go` (the paths).
  */
 import { UsageError } from '../core/errors.js';
+import { isHostQualified } from '../oci/reference.js';
 import { CONSOLE_DROPIN, type Fragment, type KernelArg } from './fragment.js';
 
 export const MCD_ENCAPSULATED_PATH = '/etc/ignition-machine-config-encapsulated.json';
@@ -95,11 +96,8 @@ Requires=basic.target
 WantedBy=default.target
 `;
 
-/** A pullspec the units can quote: the templates put it between single quotes in a shell and a unit line. */
-const PULLSPEC = /^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/;
-
 export function mcdFragment(image: string, kernelArgs: KernelArg[], mcoImage: string | undefined): Fragment {
-  if (mcoImage === undefined || !PULLSPEC.test(mcoImage)) {
+  if (mcoImage === undefined || !isHostQualified(mcoImage)) {
     throw new UsageError(
       mcoImage === undefined ? 'the mcd driver needs an MCO image' : `invalid MCO image pullspec '${mcoImage}'`,
       'give the machine-config-operator image the units run (devpivot ignition --mco-image REF), e.g. 10.0.2.2:5000/devpivot/mco@sha256:…',

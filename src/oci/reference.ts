@@ -60,6 +60,27 @@ export function byDigest(ref: ImageReference, digest: string): string {
   return `${ref.registry}/${ref.repository}@${digest}`;
 }
 
+const HOST_LABEL = '(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])';
+const HOST = new RegExp(`^${HOST_LABEL}(?:\\.${HOST_LABEL})*(?::[0-9]+)?$`);
+
+/** A registry host as references name one: DNS labels joined by dots, an optional port. */
+export function isRegistryHost(text: string): boolean {
+  return HOST.test(text);
+}
+
+/**
+ * A reference that writes its registry host out (`HOST[:PORT]/REPOSITORY[:TAG][@sha256:…]`), with no Docker Hub
+ * default: what a guest can pull as written. Such text holds only `[A-Za-z0-9._/:@-]`, safe inside single quotes.
+ */
+export function isHostQualified(text: string): boolean {
+  try {
+    const ref = parseReference(text);
+    return text.startsWith(`${ref.registry}/`) && isRegistryHost(ref.registry);
+  } catch {
+    return false;
+  }
+}
+
 /** Whether a pullspec ends in a sha256 digest (`…@sha256:<64 hex>`): what cannot move under a guest. */
 export function isDigestPinned(pullspec: string): boolean {
   return /@sha256:[a-f0-9]{64}$/.test(pullspec);

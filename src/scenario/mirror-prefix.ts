@@ -7,21 +7,15 @@
  * anything else would be read as a Docker Hub namespace.
  */
 import type { Node } from 'yaml';
+import type { MirrorPrefix } from '../ignition/mirror-fragment.js';
+import { matchesNameGrammar } from '../oci/names.js';
+import { isRegistryHost } from '../oci/reference.js';
 import type { DocumentReader } from './reader.js';
-
-const DOMAIN_COMPONENT = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
-const DOMAIN = new RegExp(`^${DOMAIN_COMPONENT}(?:\\.${DOMAIN_COMPONENT})*(?::[0-9]+)?$`);
-const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 
 /** The embedded registry's own repositories (docs/PROTOCOLS.md "Mirror mode"): no mirror may claim them. */
 const RESERVED = 'devpivot';
 
-export interface MirrorPrefix {
-  /** As written: `quay.io/openshift-release-dev`. */
-  prefix: string;
-  /** The repository path without the host: `openshift-release-dev`, where the embedded registry holds it. */
-  path: string;
-}
+export type { MirrorPrefix };
 
 export function readMirrorPrefix(r: DocumentReader, node: Node | null, what: string): MirrorPrefix {
   const text = r.string(node, what);
@@ -38,14 +32,14 @@ export function parseMirrorPrefix(text: string, what: string): MirrorPrefix | { 
   if (/[@]|:[^/]*$/.test(text.split('/').slice(1).join('/')))
     return problem('names a tag or digest', `a prefix is a repository namespace, ${example}`);
   const [host = '', ...path] = text.split('/');
-  if (!DOMAIN.test(host) || !(host.includes('.') || host.includes(':') || host === 'localhost'))
+  if (!isRegistryHost(host) || !(host.includes('.') || host.includes(':') || host === 'localhost'))
     return problem('does not start with a registry host', example);
   if (path.length === 0 || (path.length === 1 && path[0] === ''))
     return problem(
       'names a whole registry',
       `the embedded registry holds mirrored content under the prefix's path: name a namespace, ${example}`,
     );
-  const bad = path.find((component) => !PATH_COMPONENT.test(component));
+  const bad = path.find((component) => component.includes('/') || !matchesNameGrammar(component));
   if (bad !== undefined)
     return problem(`has an invalid path component '${bad}'`, 'lowercase letters and digits, joined by . _ __ or -');
   if (path[0] === RESERVED) return problem(`uses the path '${RESERVED}/'`, "devpivot's own oscontainers live there");

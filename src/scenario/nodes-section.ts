@@ -2,6 +2,7 @@
 import { isScalar, type Node } from 'yaml';
 import { DRIVERS, driversAllowing, type PivotDriver, pivotDrivers } from '../drivers/index.js';
 import { SPEC_VERSIONS, type SpecVersion } from '../ignition/spec.js';
+import { isHostQualified } from '../oci/reference.js';
 import { parseSize } from '../steps/units.js';
 import { incompatibility } from './compatibility.js';
 import { NODE_DEFAULTS } from './defaults.js';
@@ -23,8 +24,6 @@ const NODE_KEYS = [
   'ignition',
   'mco-image',
 ];
-/** A pullspec the MCD units can quote (src/ignition/mcd-fragment.ts): HOST[:PORT]/PATH[:TAG][@sha256:HEX]. */
-const MCO_PULLSPEC = /^[A-Za-z0-9][A-Za-z0-9.-]*(:\d+)?\/[a-z0-9._\-/]+(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$/;
 const MIN_MEMORY = 256 * 1024 ** 2;
 
 export interface NodeContext {
@@ -100,7 +99,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
             `${what} mco-image needs driver: ${driversAllowing('mco-image').join(' or ')}`,
           );
         const text = r.string(v('mco-image'), `${what} mco-image`);
-        if (!MCO_PULLSPEC.test(text))
+        if (!isHostQualified(text))
           r.fail(
             v('mco-image'),
             `${what} mco-image '${text}' is not a pullspec`,

@@ -5,7 +5,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, type Node, type Pair, Scalar, type YAMLMap } from 'yaml';
-import { MAX_NAME_LENGTH, validName } from '../core/names.js';
+import { MAX_ID_LENGTH, validName } from '../core/names.js';
 import { closest } from '../core/suggest.js';
 import type { Position } from '../steps/reader.js';
 import { formatDuration, MAX_TIMER_MS, parseDuration } from '../steps/units.js';
@@ -179,7 +179,7 @@ export class DocumentReader {
       this.fail(
         key,
         `node name '${name}' is not valid`,
-        `lowercase letters, digits and single dashes, not at either end, at most ${MAX_NAME_LENGTH} characters`,
+        `lowercase letters, digits and single dashes, not at either end, at most ${MAX_ID_LENGTH} characters`,
       );
     return name;
   }

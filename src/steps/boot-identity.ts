@@ -30,7 +30,5 @@ export function isBootOf(identity: { digest: string } | { commit: string }, boot
 
 /** How a boot is named in a failure message: by image digest when it has one, else by commit. */
 export function describeIdentity(identity: { digest: string } | { commit: string }): string {
-  return 'digest' in identity
-    ? identity.digest.replace(/^sha256:/, 'sha256:').slice(0, 19)
-    : identity.commit.slice(0, 12);
+  return 'digest' in identity ? identity.digest.slice(0, 19) : identity.commit.slice(0, 12);
 }

@@ -15,7 +15,8 @@ import { EventBus } from '../../src/core/bus.js';
 import type { Stamped } from '../../src/core/events.js';
 import { freeLoopbackPort } from '../../src/core/free-port.js';
 import { GuestFilter, guestFilterDir } from '../../src/vm/guest-filter.js';
-import { type NodeSpec, openHost } from '../../src/vm/index.js';
+import type { NodeSpec } from '../../src/vm/index.js';
+import { openHost } from '../../src/vm/libvirt/index.js';
 import { tempDir } from '../helpers/temp.js';
 import { buildNetGuest } from './net-guest.js';
 
