@@ -3,7 +3,7 @@ import type { EventBus } from '../../core/bus.js';
 import { DevpivotError } from '../../core/errors.js';
 import type { DevpivotEvent } from '../../core/events.js';
 import { libvirtUri, stateDir } from '../../core/paths.js';
-import { type AccelProbe, probeAccelCached, REMOTE_ACCEL_SCRIPT, remoteAccelAnswer } from '../accel.js';
+import { type AccelProbe, probeAccelCached } from '../accel.js';
 import {
   DEVPIVOT_XMLNS,
   type DevpivotMetadata,
@@ -18,8 +18,7 @@ import {
 import type { NodeSpec, VmHost } from '../host.js';
 import { ownsDomain } from '../owner.js';
 import { digestCacheFile, imageDigest, inspectQcow2 } from '../qcow2.js';
-import { runRemote } from '../remote/remote-command.js';
-import { sshDestinationOf } from '../remote/ssh-destination.js';
+import { probeRemoteAccel } from '../remote/remote-accel.js';
 import { assertValidSessionId, consoleLogPath, newSessionId, recordSession } from '../sessions.js';
 import { Connection, LifecycleEvent, UndefineFlag } from './connection.js';
 import { InFlight, untilAborted } from './inflight.js';
@@ -43,14 +42,6 @@ export interface OpenHostOptions {
   domainType?: 'kvm' | 'qemu';
   /** The remote probe (default: `REMOTE_ACCEL_SCRIPT` over the qemu+ssh login); injectable for tests. */
   remoteAccel?: (uri: string) => Promise<AccelProbe | undefined>;
-}
-
-/** Run the accelerator probe on a qemu+ssh host; undefined where it proves nothing (another transport, no access). */
-async function probeRemoteAccel(uri: string): Promise<AccelProbe | undefined> {
-  const destination = sshDestinationOf(uri);
-  if (!destination) return undefined;
-  const result = await runRemote(destination, ['sh', '-c', REMOTE_ACCEL_SCRIPT], { timeoutMs: 30_000 });
-  return remoteAccelAnswer(result.code, result.output);
 }
 
 let localAccel: Promise<'kvm' | 'qemu'> | undefined;
