@@ -22,6 +22,11 @@ function vmFiles(dir) {
 
 const recorded = existsSync(TIMINGS) ? JSON.parse(readFileSync(TIMINGS, 'utf8')) : {};
 const files = process.argv.length > 2 ? process.argv.slice(2) : vmFiles('dist/test').sort();
+// No file to run is a broken build, not a pass.
+if (files.length === 0) {
+  process.stderr.write('test:vm: no *.vm.test.js under dist/test: run `npm run build` first\n');
+  process.exit(1);
+}
 const known = files.map((file) => recorded[file]).filter((value) => typeof value === 'number');
 const mean = known.length > 0 ? known.reduce((a, b) => a + b, 0) / known.length : 1;
 const weight = (file) => recorded[file] ?? mean;
