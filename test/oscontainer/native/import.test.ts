@@ -13,6 +13,8 @@ import { execa } from 'execa';
 import { loadFixture } from '../../../src/fixture/fixture.js';
 import { buildOscontainer, type OscontainerImage } from '../../../src/oscontainer/build.js';
 import { CAPABILITY, lsCommit, makeOsTree, type OsTree, USER_XATTR } from './os-tree.js';
+import { importerError } from './stream-rules.js';
+import { tarEntries } from './tar-entries.js';
 
 let os: OsTree;
 let image: OscontainerImage;
@@ -113,4 +115,6 @@ test('the fixture OS commit (as npm test builds it) round-trips through the nati
   await execa('tar', ['-xzf', built.layer.path, '-C', root]);
   t.is(await importAndList(root, v2.commit), lsCommit(fixture.repo, v2.commit));
   t.is(JSON.parse(built.config.bytes.toString()).config.Labels['ostree.commit'], v2.commit);
+  // Read as ostree-ext's importer reads it: a stream with its order rules (stream-rules.ts).
+  t.is(importerError(await tarEntries(built.layer.path), 'commit'), null);
 });
