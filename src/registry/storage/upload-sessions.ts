@@ -88,7 +88,13 @@ export class UploadSessions {
    * Append a chunk. With `start` (from Content-Range) the chunk must begin exactly where the data ends, else
    * 416 (spec: out-of-order chunks). Returns the new size.
    */
-  async append(repo: string, id: string, source: Readable, start?: number, length?: number): Promise<number> {
+  async append(
+    repo: string,
+    id: string,
+    source: Readable | AsyncIterable<Uint8Array>,
+    start?: number,
+    length?: number,
+  ): Promise<number> {
     const state = await this.#session(repo, id);
     if (state.busy) throw new RegistryError(409, 'BLOB_UPLOAD_INVALID', 'another request is writing this upload');
     state.busy = true;
@@ -130,7 +136,13 @@ export class UploadSessions {
   }
 
   /** Finish an upload: append the last chunk (if any), verify the digest, and move the data into the pool. */
-  async complete(repo: string, id: string, digest: string, last?: Readable, length?: number): Promise<BlobInfo> {
+  async complete(
+    repo: string,
+    id: string,
+    digest: string,
+    last?: Readable | AsyncIterable<Uint8Array>,
+    length?: number,
+  ): Promise<BlobInfo> {
     parseDigest(digest);
     if (last) await this.append(repo, id, last, undefined, length);
     const state = await this.#session(repo, id);
@@ -161,6 +173,11 @@ export class UploadSessions {
     } finally {
       state.busy = false;
     }
+  }
+
+  /** Sessions open in the store (every process's, and those a restart left). */
+  async count(): Promise<number> {
+    return (await listDir(this.layout.uploads())).length;
   }
 
   async cancel(repo: string, id: string): Promise<void> {
