@@ -19,8 +19,8 @@ import { type Upstream, upstreamFailed } from './upstream.js';
 
 export interface PullThroughOptions {
   upstream: Upstream;
-  /** Repositories that pull through (default: all). */
-  covers?: (repository: string) => boolean;
+  /** Repositories that pull through: named by the caller, never all by default (a miss elsewhere is a 404). */
+  covers: (repository: string) => boolean;
 }
 
 /** Counters a caller (and the tests) can read: what went upstream. */
@@ -54,7 +54,7 @@ export class PullThrough {
   }
 
   covers(repository: string): boolean {
-    return this.options.covers?.(repository) ?? true;
+    return this.options.covers(repository);
   }
 
   /** HEAD of a blob the store lacks: the upstream's answer, nothing stored. */
