@@ -7,6 +7,7 @@
 import { type FileHandle, open } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import type { EventBus } from '../../core/bus.js';
+import { PRIVATE_FILE_MODE } from '../../core/private-dir.js';
 import { digestOf } from '../../oci/digest.js';
 import { ANY_MANIFEST_TYPES, bareMediaType } from '../../oci/media-types.js';
 import { blobUnknown, manifestUnknown, RegistryError } from '../errors.js';
@@ -135,7 +136,7 @@ export class PullThrough {
     const temp = layout.temp();
     let handle: FileHandle;
     try {
-      handle = await open(temp, 'wx');
+      handle = await open(temp, 'wx', PRIVATE_FILE_MODE);
     } catch (error) {
       await response.body.cancel();
       throw error;

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../core/private-dir.js';
 import { digestOfHash, sha256Hash } from '../../oci/digest.js';
 import { parseDigest } from '../digest.js';
 import { digestInvalid, RegistryError, uploadUnknown } from '../errors.js';
@@ -48,9 +49,11 @@ export class UploadSessions {
   async create(repo: string): Promise<string> {
     this.layout.repository(repo);
     const id = randomUUID();
-    await mkdir(this.layout.upload(id));
-    await fs.promises.writeFile(this.layout.upload(id, 'data'), '');
-    await fs.promises.writeFile(this.layout.upload(id, 'meta.json'), JSON.stringify({ repo, created: Date.now() }));
+    await mkdir(this.layout.upload(id), { mode: PRIVATE_DIR_MODE });
+    await fs.promises.writeFile(this.layout.upload(id, 'data'), '', { mode: PRIVATE_FILE_MODE });
+    await fs.promises.writeFile(this.layout.upload(id, 'meta.json'), JSON.stringify({ repo, created: Date.now() }), {
+      mode: PRIVATE_FILE_MODE,
+    });
     this.#live.set(id, { repo, hash: sha256Hash(), hashed: 0, busy: false });
     return id;
   }
