@@ -116,3 +116,28 @@ test('the emergency hook removes what exists while the run is on, and is gone af
   t.is(during, 1);
   t.is(hooks.size, 0);
 });
+
+test('--keep does not claim a node that never started: it is removed, and the kept run lists none', async (t) => {
+  const world = fakeDeps({});
+  const deps = world.deps;
+  const openHost = deps.openHost;
+  deps.openHost = async (o) => {
+    const host = await openHost(o);
+    const create = host.createNode.bind(host);
+    // Defined, then dead at start (a remote host whose KVM does not work).
+    host.createNode = async (spec: NodeSpec) => {
+      const node = await create(spec);
+      node.start = async () => {
+        throw new DevpivotError('VM_NOT_RUNNING', 'kvm_buf_set_msrs: Assertion failed');
+      };
+      return node;
+    };
+    return host;
+  };
+  const { result, kept } = await runScenarioServing(options(world, new AbortController().signal, { keep: true }));
+  t.false(result.ok);
+  t.deepEqual(kept?.nodes ?? [], []);
+  t.true(world.host!.nodes[0]!.destroyed, 'the never-started node is not left behind');
+  t.is(result.nodes[0]?.domain, undefined);
+  await kept?.release({ remove: true });
+});
