@@ -25,6 +25,11 @@ async function file(bytes: Buffer | number): Promise<string> {
   return path;
 }
 
+/** A monolithic upload (POST ?digest=) of the bytes of `bytes` (or a sparse file of that many), streamed by curl. */
+async function pushMonolithic(url: string, bytes: Buffer | number, digest: string) {
+  return curl(['-X', 'POST', '-T', await file(bytes), `${url}/v2/lim/os/blobs/uploads?digest=${digest}`]);
+}
+
 async function session(url: string, repo: string): Promise<string> {
   const started = await curl(['-X', 'POST', `${url}/v2/${repo}/blobs/uploads/`]);
   if (started.status !== 202) throw new Error(`POST gave ${started.status}: ${started.body}`);
@@ -64,13 +69,7 @@ test('a blob over the maximum size is 413 SIZE_INVALID: monolithic, chunked PATC
 
   // Under the limit is accepted.
   const small = randomBytes(100 * 1024);
-  const ok = await curl([
-    '-X',
-    'POST',
-    '-T',
-    await file(small),
-    `${r.url}/v2/lim/os/blobs/uploads?digest=${digestOf(small)}`,
-  ]);
+  const ok = await pushMonolithic(r.url, small, digestOf(small));
   t.is(ok.status, 201, ok.raw);
 });
 
@@ -94,21 +93,9 @@ test('a blob that would leave less than the free-space reserve is 507 before its
   const r = await startTestRegistry({ limits: { minFreeBytes: Math.max(0, free - 1024 * MiB) } });
   t.teardown(() => r.close());
   const small = randomBytes(4096);
-  const ok = await curl([
-    '-X',
-    'POST',
-    '-T',
-    await file(small),
-    `${r.url}/v2/lim/os/blobs/uploads?digest=${digestOf(small)}`,
-  ]);
+  const ok = await pushMonolithic(r.url, small, digestOf(small));
   t.is(ok.status, 201, ok.raw);
-  const huge = await curl([
-    '-X',
-    'POST',
-    '-T',
-    await file(2048 * MiB),
-    `${r.url}/v2/lim/os/blobs/uploads?digest=sha256:${'0'.repeat(64)}`,
-  ]);
+  const huge = await pushMonolithic(r.url, 2048 * MiB, `sha256:${'0'.repeat(64)}`);
   t.is(huge.status, 507, huge.raw);
   t.is(code(huge.body), 'UNAVAILABLE');
   const patch = await curl(['-X', 'PATCH', '-T', await file(2048 * MiB), await session(r.url, 'lim/os')]);
