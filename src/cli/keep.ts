@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../core/private-dir.js';
 import type { KeptRun } from '../engine/engine.js';
 import { sessionDir } from '../vm/sessions.js';
 import type { CommandContext } from './command.js';
@@ -42,10 +43,11 @@ export async function serveKept(kept: KeptRun, context: CommandContext, state: s
     `kept: ${nodes}; ${registry}; session ${kept.sessionId}. Ctrl-C to stop and clean up (or: devpivot down --session ${kept.sessionId})\n`,
   );
   const file = keeperFile(state, kept.sessionId);
-  await mkdir(join(file, '..'), { recursive: true });
+  await mkdir(join(file, '..'), { recursive: true, mode: PRIVATE_DIR_MODE });
   await writeFile(
     file,
     `${JSON.stringify({ pid: process.pid, since: new Date().toISOString(), startTime: startTimeOf(process.pid) } satisfies Keeper)}\n`,
+    { mode: PRIVATE_FILE_MODE },
   );
   try {
     if (context.interrupts) {

@@ -36,6 +36,17 @@ export async function removeNodes(world: World, watches: NodeWatches, bus: Event
   if (access) await quiet("removing the session's ssh key", () => access.removeKey());
 }
 
+/** A kept run keeps the nodes that ran: one defined but never started is removed, not claimed as kept. */
+async function removeNeverStarted(watches: NodeWatches, bus: EventBus): Promise<void> {
+  const quiet = quietly(bus);
+  for (const watch of watches.all()) {
+    const vm = watch.vm;
+    if (!vm || watch.started()) continue;
+    await quiet(`removing node ${watch.def.name}, which never started`, () => vm.destroy());
+    watch.vm = undefined;
+  }
+}
+
 /** Close the VM host and stop the registry: nothing of the run is left running in this process. */
 export async function releaseWorld(world: World, bus: EventBus): Promise<void> {
   const quiet = quietly(bus);
@@ -57,6 +68,7 @@ export async function cleanupRun(
   bus: EventBus,
 ): Promise<void> {
   if (!options.keep) await removeNodes(world, watches, bus);
+  else await removeNeverStarted(watches, bus);
   if (options.keep && options.hold) return;
   await releaseWorld(world, bus);
 }

@@ -20,6 +20,11 @@ export class NodeWatch {
   readonly failures: { event: Stamped<EventOf<'guest.failure'>>; state: 'pending' | 'expected' | 'fatal' }[] = [];
   constructor(readonly def: NodeDef) {}
 
+  /** True once its VM started (a node defined and dead at start never did: `--keep` does not keep it). */
+  started(): boolean {
+    return this.log.some((event) => event.kind === 'vm.started');
+  }
+
   boots(): Stamped<EventOf<'guest.booted'>>[] {
     return this.log.filter((event): event is Stamped<EventOf<'guest.booted'>> => event.kind === 'guest.booted');
   }

@@ -3,6 +3,7 @@ import type { EventBus } from '../core/bus.js';
 import type { RegistryFaults } from './blob-stream.js';
 import { RegistryError, unsupported } from './errors.js';
 import { type RequestContext, sendError } from './handlers/context.js';
+import { Limiter, type RegistryLimits } from './limits.js';
 import { PullThrough, type PullThroughOptions } from './pull-through/pull-through.js';
 import { dispatch } from './routes.js';
 import type { RegistryStore } from './store.js';
@@ -18,6 +19,8 @@ export interface RegistryOptions {
   faults?: RegistryFaults;
   /** Fill misses (blobs, manifests by digest) from this upstream (pull-through/pull-through.ts). */
   pullThrough?: PullThroughOptions;
+  /** Limits on every port (limits.ts); unset fields take the defaults. */
+  limits?: Partial<RegistryLimits>;
 }
 
 /** A Node request listener that is also a handle on the live fault settings and the store. */
@@ -25,6 +28,8 @@ export type RegistryListener = RequestListener & {
   faults: RegistryFaults;
   store: RegistryStore;
   pullThrough: PullThrough | undefined;
+  /** The limits every port applies; server.ts guards each port's server with it. */
+  limiter: Limiter;
   /**
    * The same registry (same store, faults, bus and pull-through) as a listener whose every request is made by
    * `node`: its events carry `node` (server.ts `addNodePort` serves it on a port of the node's own).
@@ -41,6 +46,7 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
   const { store, bus } = options;
   const faults: RegistryFaults = options.faults ?? {};
   const pullThrough = options.pullThrough ? new PullThrough(store, options.pullThrough, bus) : undefined;
+  const limiter = new Limiter(store.root, options.limits);
 
   const serve = (req: IncomingMessage, res: ServerResponse, node: string | undefined) => {
     const started = performance.now();
@@ -57,6 +63,7 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
       bus,
       faults,
       pullThrough,
+      limiter,
     };
     res.setHeader('Docker-Distribution-API-Version', 'registry/2.0');
     // Node ports are what guests reach: they pull, never write (no push, delete or upload).
@@ -82,15 +89,20 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
       sendError(ctx, unsupported(`node ports are read-only: ${req.method} is not allowed`));
       return;
     }
-    dispatch(ctx).catch((error: unknown) => {
+    const handle = async () => {
+      limiter.admit();
+      await dispatch(ctx);
+    };
+    handle().catch((error: unknown) => {
       if (res.headersSent) {
         res.destroy(error instanceof Error ? error : undefined);
         return;
       }
+      // A client that went away (its socket is gone) cannot be answered; anyone else gets the error body, a
+      // crash included. (A request is also `destroyed` once its body was read: that is no sign of a client gone.)
+      if (req.socket.destroyed) return res.destroy();
+      Limiter.linger(req, res);
       if (error instanceof RegistryError) return sendError(ctx, error);
-      // A client that went away mid-upload is not a server error; anything else is.
-      const aborted = req.destroyed || (error as NodeJS.ErrnoException).code === 'ECONNRESET';
-      if (aborted) return res.destroy();
       sendError(ctx, new RegistryError(500, 'UNSUPPORTED', `internal error: ${(error as Error).message}`));
     });
   };
@@ -99,5 +111,6 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
   listener.faults = faults;
   listener.store = store;
   listener.pullThrough = pullThrough;
+  listener.limiter = limiter;
   return listener;
 }

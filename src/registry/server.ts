@@ -4,6 +4,7 @@ import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
 import type { RegistryFaults } from './blob-stream.js';
 import { createRegistry, type RegistryListener } from './handler.js';
+import type { RegistryLimits } from './limits.js';
 import type { PullThroughOptions } from './pull-through/pull-through.js';
 import { markServing } from './storage/serving.js';
 import { RegistryStore, type StoreOptions } from './store.js';
@@ -19,6 +20,8 @@ export interface StartRegistryOptions extends StoreOptions {
   faults?: RegistryFaults;
   /** Pull-through: fill misses from an upstream (pull-through/pull-through.ts). */
   pullThrough?: PullThroughOptions;
+  /** Limits on every port (limits.ts); unset fields take the defaults. */
+  limits?: Partial<RegistryLimits>;
 }
 
 export interface RunningRegistry {
@@ -82,13 +85,15 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     bus: options.bus,
     faults: options.faults,
     ...(options.pullThrough ? { pullThrough: options.pullThrough } : {}),
+    ...(options.limits ? { limits: options.limits } : {}),
   });
+  const { limiter } = listener;
   let server: Server | undefined;
   let port = options.port ?? 0;
   /** The node ports: a server while listening, and the port to listen on again after stop(). */
   const nodes = new Map<string, { port: number; server: Server | undefined }>();
   const listenNode = async (node: string, entry: { port: number; server: Server | undefined }) => {
-    const next = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0 }, listener.forNode(node));
+    const next = limiter.guard(createServer(limiter.serverOptions(), listener.forNode(node)));
     await listen(next, entry.port, host);
     entry.server = next;
     entry.port = (next.address() as AddressInfo).port;
@@ -139,7 +144,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     },
     async start() {
       if (server) return;
-      const next = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0 }, listener);
+      const next = limiter.guard(createServer(limiter.serverOptions(), listener));
       await listen(next, port, host);
       port = (next.address() as AddressInfo).port;
       try {

@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { PRIVATE_DIR_MODE, privateDir } from '../core/private-dir.js';
 import { type BlobInfo, BlobPool } from './storage/blob-pool.js';
 import { StorageLayout } from './storage/layout.js';
 import { removeDeadTemps } from './storage/process-temp.js';
@@ -60,9 +61,11 @@ export class RegistryStore {
    */
   static async open(root: string, options: StoreOptions = {}): Promise<RegistryStore> {
     const store = new RegistryStore(root, options);
+    // The store is private: 0700 folders, 0600 files (what a push wrote is no other local user's to read).
+    await privateDir(root);
     await removeDeadTemps(join(root, 'tmp'));
-    for (const dir of StorageLayout.FOLDERS) await mkdir(join(root, dir), { recursive: true });
-    await mkdir(store.layout.processTemp(), { recursive: true });
+    for (const dir of StorageLayout.FOLDERS) await mkdir(join(root, dir), { recursive: true, mode: PRIVATE_DIR_MODE });
+    await mkdir(store.layout.processTemp(), { recursive: true, mode: PRIVATE_DIR_MODE });
     await store.uploads.expire();
     return store;
   }

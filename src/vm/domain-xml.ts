@@ -344,6 +344,8 @@ export interface VolumeXmlOptions {
   backing?: { path: string; format: 'qcow2' };
   /** File mode: the Ignition file must be readable by the unprivileged qemu user. */
   mode?: string;
+  /** The file's owner (the qemu user, for a file only qemu reads). */
+  owner?: { uid: number; gid: number };
 }
 
 export function volumeXml(o: VolumeXmlOptions): string {
@@ -355,7 +357,10 @@ export function volumeXml(o: VolumeXmlOptions): string {
     '  <target>',
     `    <format type='${o.format}'/>`,
   ];
-  if (o.mode) lines.push(`    <permissions><mode>${o.mode}</mode></permissions>`);
+  if (o.mode || o.owner) {
+    const owner = o.owner ? `<owner>${o.owner.uid}</owner><group>${o.owner.gid}</group>` : '';
+    lines.push(`    <permissions>${o.mode ? `<mode>${o.mode}</mode>` : ''}${owner}</permissions>`);
+  }
   lines.push('  </target>');
   if (o.backing) {
     lines.push(

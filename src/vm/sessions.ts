@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UsageError } from '../core/errors.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, privateDir } from '../core/private-dir.js';
 import { validName } from './domain-xml.js';
 
 /**
@@ -42,9 +43,11 @@ export function consoleLogPath(stateDirectory: string, sessionId: string, node: 
 }
 
 export async function recordSession(stateDirectory: string, record: SessionRecord): Promise<void> {
+  // The state directory and a session's records are the caller's alone (0700, files 0600).
+  await privateDir(stateDirectory);
   const dir = sessionDir(stateDirectory, record.id);
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'session.json'), `${JSON.stringify(record, null, 2)}\n`);
+  await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  await writeFile(join(dir, 'session.json'), `${JSON.stringify(record, null, 2)}\n`, { mode: PRIVATE_FILE_MODE });
 }
 
 /** Every recorded session, newest first. Unreadable records are skipped. */

@@ -110,15 +110,21 @@ test.serial(
   },
 );
 
-test('serve: --cover without --upstream, or an upstream with a path: usage errors before anything starts', async (t) => {
+test('serve: --cover without --upstream, --upstream without --cover, a bad upstream or size: usage errors before anything starts', async (t) => {
   const cases: [string[], RegExp][] = [
     [['--cover', 'ns'], /--cover needs --upstream/],
     [['--upstream', 'http://127.0.0.1:5999/v2'], /invalid --upstream .*no path/],
     [['--upstream', 'ftp://127.0.0.1'], /invalid --upstream/],
     [['--upstream', 'not a url'], /invalid --upstream 'not a url'/],
+    // Pulling through for every repository is never implied: the repositories are named (issue 28 item 4).
+    [['--upstream', 'http://127.0.0.1:5999'], /--upstream needs --cover/],
+    [['--max-blob-size', '0'], /invalid --max-blob-size '0'/],
+    [['--max-blob-size', '8X'], /invalid --max-blob-size '8X'/],
   ];
   for (const [args, expected] of cases) {
-    const result = await runCli(['registry', 'serve', '--port', '0', '--storage', join(work, 'never'), ...args]);
+    const result = await runCli(['registry', 'serve', '--port', '0', '--storage', join(work, 'never'), ...args], {
+      timeoutMs: 15_000,
+    });
     t.is(result.code, 2, args.join(' '));
     t.regex(result.stderr, expected);
   }

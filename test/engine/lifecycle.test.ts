@@ -5,7 +5,7 @@ import { DevpivotError } from '../../src/core/errors.js';
 import { runScenario, runScenarioServing } from '../../src/engine/engine.js';
 import { localEnvironment } from '../../src/scenario/environment.js';
 import { parseScenario } from '../../src/scenario/parse.js';
-import type { NodeSpec } from '../../src/vm/host.js';
+import type { NodeSpec, VmNode } from '../../src/vm/host.js';
 import { type FakeOptions, fakeDeps } from './fake.js';
 
 const SCENARIO =
@@ -54,22 +54,29 @@ test('a bug in prepare (not a DevpivotError) is exit status 1; a set-up error is
   t.is(setup.exitCode, 2);
 });
 
-test('an abort while the node is being defined: the node that came into being is still removed', async (t) => {
-  const controller = new AbortController();
-  const world = fakeDeps({});
+/** The fake host's createNode, wrapped: `wrap` gets the real one and returns the replacement. */
+function wrapCreateNode(
+  world: ReturnType<typeof fakeDeps>,
+  wrap: (create: (spec: NodeSpec) => Promise<VmNode>) => (spec: NodeSpec) => Promise<VmNode>,
+): void {
   const deps = world.deps;
   const openHost = deps.openHost;
   deps.openHost = async (o) => {
     const host = await openHost(o);
-    const create = host.createNode.bind(host);
-    // A creation that does not notice the abort and finishes after it (what withDeadline must wait for).
-    host.createNode = async (spec: NodeSpec) => {
-      controller.abort(new Error('Ctrl-C'));
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      return create(spec);
-    };
+    host.createNode = wrap(host.createNode.bind(host));
     return host;
   };
+}
+
+test('an abort while the node is being defined: the node that came into being is still removed', async (t) => {
+  const controller = new AbortController();
+  const world = fakeDeps({});
+  // A creation that does not notice the abort and finishes after it (what withDeadline must wait for).
+  wrapCreateNode(world, (create) => async (spec) => {
+    controller.abort(new Error('Ctrl-C'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    return create(spec);
+  });
   const result = await runScenario(options(world, controller.signal));
   t.false(result.ok);
   t.is(world.host!.nodes.length, 1);
@@ -115,4 +122,22 @@ test('the emergency hook removes what exists while the run is on, and is gone af
   await run;
   t.is(during, 1);
   t.is(hooks.size, 0);
+});
+
+test('--keep does not claim a node that never started: it is removed, and the kept run lists none', async (t) => {
+  const world = fakeDeps({});
+  // Defined, then dead at start (a remote host whose KVM does not work).
+  wrapCreateNode(world, (create) => async (spec) => {
+    const node = await create(spec);
+    node.start = async () => {
+      throw new DevpivotError('VM_NOT_RUNNING', 'kvm_buf_set_msrs: Assertion failed');
+    };
+    return node;
+  });
+  const { result, kept } = await runScenarioServing(options(world, new AbortController().signal, { keep: true }));
+  t.false(result.ok);
+  t.deepEqual(kept?.nodes ?? [], []);
+  t.true(world.host!.nodes[0]!.destroyed, 'the never-started node is not left behind');
+  t.is(result.nodes[0]?.domain, undefined);
+  await kept?.release({ remove: true });
 });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { EventBus } from '../../src/core/bus.js';
 import type { Stamped } from '../../src/core/events.js';
-import { type RunningRegistry, startRegistry } from '../../src/registry/server.js';
+import { type RunningRegistry, type StartRegistryOptions, startRegistry } from '../../src/registry/server.js';
 
 export const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
@@ -34,12 +34,14 @@ export interface TestRegistry {
 }
 
 /** A real registry on 127.0.0.1:0 over a fresh temp storage, recording every event. */
-export async function startTestRegistry(): Promise<TestRegistry> {
+export async function startTestRegistry(
+  options: Omit<StartRegistryOptions, 'storage' | 'bus'> = {},
+): Promise<TestRegistry> {
   const storage = await tempDir();
   const bus = new EventBus();
   const events: Stamped[] = [];
   bus.subscribe((event) => events.push(event));
-  const registry = await startRegistry({ storage, bus });
+  const registry = await startRegistry({ ...options, storage, bus });
   return {
     registry,
     url: registry.url,

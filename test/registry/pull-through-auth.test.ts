@@ -52,6 +52,7 @@ test('with the upstream in the auth file the blob pulls through; without it, 503
     storage: join(work, 'with-auth'),
     pullThrough: {
       upstream: upstreamClient(`http://${upstream.hostPort}`, { env: { HOME: work, REGISTRY_AUTH_FILE: authFile } }),
+      covers: () => true,
     },
   });
   t.teardown(() => withAuth.stop());
@@ -74,6 +75,7 @@ test('with the upstream in the auth file the blob pulls through; without it, 503
       upstream: upstreamClient(`http://${upstream.hostPort}`, {
         env: { HOME: work, REGISTRY_AUTH_FILE: join(work, 'none.json') },
       }),
+      covers: () => true,
     },
   });
   t.teardown(() => anonymous.stop());

@@ -234,6 +234,7 @@ test('upstream down: the client gets a 503 UNAVAILABLE naming the upstream', asy
     storage: join(work, 'dead-upstream'),
     pullThrough: {
       upstream: upstreamClient(dead, { env: { HOME: work, REGISTRY_AUTH_FILE: join(work, 'auth.json') } }),
+      covers: () => true,
     },
   });
   t.teardown(() => registry.stop());

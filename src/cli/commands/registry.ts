@@ -21,6 +21,15 @@ function portOf(value: string | undefined): number {
   return Number(value);
 }
 
+/** `--max-blob-size SIZE`: bytes, or with a K/M/G/T suffix (powers of 1024). */
+function sizeOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const match = /^(\d+)([KMGT]?)i?B?$/i.exec(value);
+  if (!match || Number(match[1]) === 0)
+    throw new UsageError(`invalid --max-blob-size '${value}'`, 'give bytes or a size like 512M, 8G (powers of 1024)');
+  return Number(match[1]) * 1024 ** ' KMGT'.indexOf((match[2] || ' ').toUpperCase());
+}
+
 /** `--upstream URL`: a registry base URL (scheme, host, port), as `registry.upstream` in a scenario. */
 function upstreamOf(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
@@ -45,8 +54,15 @@ async function serve(context: CommandContext): Promise<number> {
   const storage = storageOf(context);
   const upstream = upstreamOf(args.string('upstream'));
   const covers = args.strings('cover');
+  const maxBlobBytes = sizeOf(args.string('max-blob-size'));
   if (covers.length > 0 && !upstream)
     throw new UsageError('--cover needs --upstream', 'name the registry to pull through from with --upstream URL');
+  // A pull-through cache for every name would fetch whatever a client asks for from the upstream: never implied.
+  if (upstream && covers.length === 0)
+    throw new UsageError(
+      '--upstream needs --cover: no repository would pull through',
+      'name the repositories that pull through with --cover PATH (repeatable), e.g. --cover openshift-release-dev',
+    );
   if (!args.flag('quiet')) {
     bus.on('registry.request', (e) =>
       stdout.write(
@@ -65,18 +81,19 @@ async function serve(context: CommandContext): Promise<number> {
       ? {
           pullThrough: {
             upstream: upstreamClient(upstream, { env }),
-            ...(covers.length > 0 ? { covers: (repository: string) => underPaths(covers, repository) } : {}),
+            covers: (repository: string) => underPaths(covers, repository),
           },
         }
       : {}),
     fsync: !args.flag('no-fsync'),
+    ...(maxBlobBytes !== undefined ? { limits: { maxBlobBytes } } : {}),
     host: args.string('host') ?? '127.0.0.1',
     port: portOf(args.string('port')),
     storage,
     bus,
   });
   stdout.write(
-    `registry listening on ${registry.url} (storage ${storage})${upstream ? `; pulls through from ${upstream}${covers.length > 0 ? ` for ${covers.join(', ')}` : ''}` : ''}\n`,
+    `registry listening on ${registry.url} (storage ${storage})${upstream ? `; pulls through from ${upstream} for ${covers.join(', ')}` : ''}\n`,
   );
   await untilStopped(context);
   await registry.stop();
@@ -114,15 +131,19 @@ export const command: Command = {
   name: 'registry',
   summary: 'Run the embedded OCI registry, or collect its garbage',
   usage:
-    'serve [--host ADDR] [--port PORT] [--storage DIR] [--upstream URL [--cover PATH]...] | gc [--storage DIR] [--grace SECONDS] [--dry-run]',
+    'serve [--host ADDR] [--port PORT] [--storage DIR] [--max-blob-size SIZE] [--upstream URL --cover PATH...] | gc [--storage DIR] [--grace SECONDS] [--dry-run]',
   description:
     'serve: run the OCI distribution registry (spec v1.1: pull, push, discovery, deletion, referrers) on\n' +
     'loopback until interrupted; prints its URL. gc: remove blobs no manifest references (mark and sweep);\n' +
     'refused while another process serves the store (--dry-run reports it).\n' +
     'Storage defaults to $DEVPIVOT_STATE_DIR/registry (/var/lib/devpivot/registry for root).\n' +
-    'serve --upstream URL: a pull-through cache: a blob or a manifest by digest the store lacks is fetched from URL\n' +
+    'serve --upstream URL --cover PATH: a pull-through cache for the repositories under PATH (no others): a blob or\n' +
+    'a manifest by digest the store lacks is fetched from URL\n' +
     'once (concurrent requests share the fetch), streamed while stored, then served from the store; tags never\n' +
-    'pull through. Credentials come from auth.json as for devpivot pull.',
+    'pull through. Credentials come from auth.json as for devpivot pull.\n' +
+    'Every port refuses blobs over --max-blob-size (413), a 257th open upload session (429), a blob that would\n' +
+    'leave under 256 MiB free (507), headers slower than 30 s or a request slower than 1 h (408), and more\n' +
+    'than 256 connections (503).',
   positionals: [1, 1],
   options: {
     host: { type: 'string', valueName: 'ADDR', description: 'serve: address to bind (default 127.0.0.1)' },
@@ -134,6 +155,11 @@ export const command: Command = {
       description:
         'serve: skip fsync of blob data: faster; a process crash still never exposes a partial blob, a power loss may',
     },
+    'max-blob-size': {
+      type: 'string',
+      valueName: 'SIZE',
+      description: 'serve: refuse blobs larger than SIZE (bytes, or 512M, 8G...; default 64G) with 413',
+    },
     upstream: {
       type: 'string',
       valueName: 'URL',
@@ -143,7 +169,7 @@ export const command: Command = {
       type: 'string',
       multiple: true,
       valueName: 'PATH',
-      description: 'serve: pull through only for repositories under PATH (default: every repository)',
+      description: 'serve: pull through for repositories under PATH (required with --upstream; repeatable)',
     },
     grace: { type: 'string', valueName: 'SECONDS', description: 'gc: keep blobs younger than this (default 3600)' },
     'dry-run': { type: 'boolean', description: 'gc: only report what would be removed' },

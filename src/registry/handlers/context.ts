@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EventBus } from '../../core/bus.js';
 import type { RegistryFaults } from '../blob-stream.js';
 import { RegistryError } from '../errors.js';
+import type { Limiter } from '../limits.js';
 import type { PullThrough } from '../pull-through/pull-through.js';
 import type { BlobPool } from '../storage/blob-pool.js';
 import type { RepositoryIndex } from '../storage/repository-index.js';
@@ -31,6 +32,8 @@ export interface RequestContext {
   faults: RegistryFaults;
   /** Set when the registry fills misses from an upstream (pull-through/pull-through.ts). */
   pullThrough?: PullThrough | undefined;
+  /** The registry's limits: checks before a body is read, and the body itself (limits.ts). */
+  limiter: Limiter;
 }
 
 /** A handler of one method on one route: `name` is the validated repository name, `ref` the decoded reference. */
@@ -71,7 +74,8 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
   if (declared > limit) throw new RegistryError(413, 'SIZE_INVALID', `body larger than ${limit} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  // Stopping early leaves the request alive, so the 413 is still answered on its connection.
+  for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > limit) throw new RegistryError(413, 'SIZE_INVALID', `body larger than ${limit} bytes`);
     chunks.push(chunk);

@@ -32,6 +32,7 @@ export async function handleManifestGet(ctx: RequestContext, name: string, ref: 
 
 /** `PUT /v2/<name>/manifests/<tag or digest>` (spec "Pushing Manifests"), answering `OCI-Subject` for referrers. */
 export async function handleManifestPut(ctx: RequestContext, name: string, ref: string): Promise<void> {
+  ctx.limiter.continue(ctx.req, ctx.res);
   const body = await readBody(ctx.req, MAX_MANIFEST_BYTES);
   const result = await ctx.repositories.putManifest(name, ref, body, ctx.req.headers['content-type']);
   const headers: Record<string, string> = {

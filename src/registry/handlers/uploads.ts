@@ -12,6 +12,11 @@ function created(ctx: RequestContext, name: string, digest: string): void {
   send(ctx, 201, { Location: `/v2/${name}/blobs/${digest}`, 'Docker-Content-Digest': digest });
 }
 
+/** The request body as a blob's bytes: at most what the maximum blob size leaves after the `held` bytes. */
+function blobBody(ctx: RequestContext, held: number): AsyncIterable<Buffer> {
+  return ctx.limiter.body(ctx.req, ctx.res, ctx.limiter.limits.maxBlobBytes - held);
+}
+
 /** The chunk a PATCH or PUT carries, from `Content-Range` (must agree with Content-Length); undefined without. */
 function chunkRange(ctx: RequestContext): { start: number; length: number | undefined } | undefined {
   const header = ctx.req.headers['content-range'];
@@ -48,10 +53,13 @@ export async function handleUploadStart(ctx: RequestContext, name: string): Prom
   const digestParam = ctx.query.get('digest');
   if (digestParam !== null) {
     const digest = parseDigest(digestParam);
-    const info = await ctx.blobs.put(ctx.req, digest, contentLength(ctx.req));
+    const length = contentLength(ctx.req);
+    await ctx.limiter.admitBlob(length);
+    const info = await ctx.blobs.put(blobBody(ctx, 0), digest, length);
     await ctx.repositories.linkBlob(name, info.digest);
     return created(ctx, name, info.digest);
   }
+  await ctx.limiter.admitSession(() => ctx.uploads.count());
   const id = await ctx.uploads.create(name);
   send(ctx, 202, sessionHeaders(name, id, 0));
 }
@@ -59,7 +67,10 @@ export async function handleUploadStart(ctx: RequestContext, name: string): Prom
 /** `PATCH /v2/<name>/blobs/uploads/<id>`: append a chunk (in order, when Content-Range says where). */
 export async function handleUploadPatch(ctx: RequestContext, name: string, id: string): Promise<void> {
   const range = chunkRange(ctx);
-  const size = await ctx.uploads.append(name, id, ctx.req, range?.start, range?.length ?? contentLength(ctx.req));
+  const length = range?.length ?? contentLength(ctx.req);
+  const held = await ctx.uploads.size(name, id);
+  await ctx.limiter.admitBlob(length, held);
+  const size = await ctx.uploads.append(name, id, blobBody(ctx, held), range?.start, length);
   send(ctx, 202, sessionHeaders(name, id, size));
 }
 
@@ -67,10 +78,14 @@ export async function handleUploadPatch(ctx: RequestContext, name: string, id: s
 export async function handleUploadPut(ctx: RequestContext, name: string, id: string): Promise<void> {
   const digest = parseDigest(ctx.query.get('digest'));
   const range = chunkRange(ctx);
-  if (range) await ctx.uploads.append(name, id, ctx.req, range.start, range.length);
   const length = contentLength(ctx.req);
-  const hasBody = !range && (length === undefined ? ctx.req.headers['transfer-encoding'] !== undefined : length > 0);
-  const info = await ctx.uploads.complete(name, id, digest, hasBody ? ctx.req : undefined, length);
+  const hasBody =
+    range !== undefined || (length === undefined ? ctx.req.headers['transfer-encoding'] !== undefined : length > 0);
+  const held = hasBody ? await ctx.uploads.size(name, id) : 0;
+  if (hasBody) await ctx.limiter.admitBlob(range?.length ?? length, held);
+  if (range) await ctx.uploads.append(name, id, blobBody(ctx, held), range.start, range.length);
+  const last = hasBody && !range ? blobBody(ctx, held) : undefined;
+  const info = await ctx.uploads.complete(name, id, digest, last, length);
   created(ctx, name, info.digest);
 }
 

@@ -7,6 +7,7 @@
 import { type FileHandle, open } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import type { EventBus } from '../../core/bus.js';
+import { PRIVATE_FILE_MODE } from '../../core/private-dir.js';
 import { digestOf } from '../../oci/digest.js';
 import { ANY_MANIFEST_TYPES, bareMediaType } from '../../oci/media-types.js';
 import { blobUnknown, manifestUnknown, RegistryError } from '../errors.js';
@@ -19,8 +20,8 @@ import { type Upstream, upstreamFailed } from './upstream.js';
 
 export interface PullThroughOptions {
   upstream: Upstream;
-  /** Repositories that pull through (default: all). */
-  covers?: (repository: string) => boolean;
+  /** Repositories that pull through: named by the caller, never all by default (a miss elsewhere is a 404). */
+  covers: (repository: string) => boolean;
 }
 
 /** Counters a caller (and the tests) can read: what went upstream. */
@@ -54,7 +55,7 @@ export class PullThrough {
   }
 
   covers(repository: string): boolean {
-    return this.options.covers?.(repository) ?? true;
+    return this.options.covers(repository);
   }
 
   /** HEAD of a blob the store lacks: the upstream's answer, nothing stored. */
@@ -135,7 +136,7 @@ export class PullThrough {
     const temp = layout.temp();
     let handle: FileHandle;
     try {
-      handle = await open(temp, 'wx');
+      handle = await open(temp, 'wx', PRIVATE_FILE_MODE);
     } catch (error) {
       await response.body.cancel();
       throw error;

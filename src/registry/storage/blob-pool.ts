@@ -3,6 +3,7 @@ import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../core/private-dir.js';
 import { digestOfHash, isSha256Digest, sha256Hash } from '../../oci/digest.js';
 import { parseDigest } from '../digest.js';
 import { digestInvalid, RegistryError } from '../errors.js';
@@ -61,7 +62,7 @@ export class BlobPool {
   ): Promise<BlobInfo> {
     if (expectedDigest !== undefined) parseDigest(expectedDigest);
     const temp = this.layout.temp();
-    const handle = await open(temp, 'wx');
+    const handle = await open(temp, 'wx', PRIVATE_FILE_MODE);
     let committed = false;
     try {
       const writer = new HashingFileWriter(handle.fd, sha256Hash(), undefined, this.fsync);
@@ -94,7 +95,7 @@ export class BlobPool {
 
   async #commit(file: string, digest: string): Promise<void> {
     const target = this.layout.blob(digest);
-    await mkdir(dirname(target), { recursive: true });
+    await mkdir(dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
     await rename(file, target);
     if (this.fsync) await syncDir(dirname(target));
   }

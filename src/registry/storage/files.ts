@@ -1,5 +1,6 @@
 import { mkdir, open, readdir, rename, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../core/private-dir.js';
 
 /** File helpers of the storage: "absent" is an answer, not an error; small writes are atomic. */
 export function isMissing(error: unknown): boolean {
@@ -42,14 +43,14 @@ export async function syncDir(path: string): Promise<void> {
  * one, and after a power cut the new one is there once this returns.
  */
 export async function writeAtomic(temp: string, path: string, data: string): Promise<void> {
-  const handle = await open(temp, 'wx');
+  const handle = await open(temp, 'wx', PRIVATE_FILE_MODE);
   try {
     await handle.writeFile(data);
     await handle.sync();
   } finally {
     await handle.close();
   }
-  await mkdir(dirname(path), { recursive: true });
+  await mkdir(dirname(path), { recursive: true, mode: PRIVATE_DIR_MODE });
   await rename(temp, path);
   await syncDir(dirname(path));
 }

@@ -18,9 +18,11 @@ export interface StoredManifest {
 
 /**
  * What each repository holds, as links into the shared blob pool: its blobs (layers and configs), its manifest
- * revisions, its tags and its referrers. A manifest is accepted only when everything it references is present,
- * and its links are written (atomically, one file each) before its tag, so a tag never names a manifest whose
- * blobs are missing.
+ * revisions, its tags and its referrers. A manifest is accepted only when everything it references is present.
+ * It is stored all-or-nothing: its blob links, referrer entry and tag are written (atomically, one file each)
+ * before its revision, the one file that makes it reachable (by digest, through a tag, in a referrers list), so a
+ * failure or a crash before the revision leaves nothing of it reachable. A tag file holds the new digest and the
+ * one it named before: until the new revision exists, the tag still names the old manifest.
  */
 export class RepositoryIndex {
   readonly referrers: ReferrerIndex;
@@ -84,8 +86,12 @@ export class RepositoryIndex {
     }
     if (!isTag(reference)) return undefined;
     try {
-      const digest = (await readFile(this.layout.tag(repo, reference), 'utf8')).trim();
-      return (await exists(this.layout.revision(repo, digest))) ? digest : undefined;
+      // The first digest whose revision exists: the newest, or the one before when the newest never committed.
+      for (const line of (await readFile(this.layout.tag(repo, reference), 'utf8')).split('\n')) {
+        const digest = line.trim();
+        if (isSha256Digest(digest) && (await exists(this.layout.revision(repo, digest)))) return digest;
+      }
+      return undefined;
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
@@ -147,10 +153,15 @@ export class RepositoryIndex {
     for (const blob of parsed.requiredBlobs) await this.linkBlob(repo, blob);
     if (!(await this.blobs.has(digest))) await this.blobs.put(bytes, digest);
     const temp = () => this.layout.temp();
-    await writeAtomic(temp(), this.layout.revision(repo, digest), JSON.stringify({ mediaType: parsed.mediaType }));
     if (parsed.subject)
       await this.referrers.add(repo, parsed.subject.digest, referrerDescriptor(parsed, digest, bytes.byteLength));
-    if (!byDigest) await writeAtomic(temp(), this.layout.tag(repo, reference), digest);
+    if (!byDigest) {
+      const before = await this.resolve(repo, reference);
+      const lines = before && before !== digest ? `${digest}\n${before}\n` : `${digest}\n`;
+      await writeAtomic(temp(), this.layout.tag(repo, reference), lines);
+    }
+    // The commit point: from here the manifest is reachable, with its tag and referrer entry already in place.
+    await writeAtomic(temp(), this.layout.revision(repo, digest), JSON.stringify({ mediaType: parsed.mediaType }));
     return { digest, mediaType: parsed.mediaType, subject: parsed.subject?.digest };
   }
 

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../core/private-dir.js';
 import { digestOfHash, sha256Hash } from '../../oci/digest.js';
 import { parseDigest } from '../digest.js';
 import { digestInvalid, RegistryError, uploadUnknown } from '../errors.js';
@@ -48,9 +49,11 @@ export class UploadSessions {
   async create(repo: string): Promise<string> {
     this.layout.repository(repo);
     const id = randomUUID();
-    await mkdir(this.layout.upload(id));
-    await fs.promises.writeFile(this.layout.upload(id, 'data'), '');
-    await fs.promises.writeFile(this.layout.upload(id, 'meta.json'), JSON.stringify({ repo, created: Date.now() }));
+    await mkdir(this.layout.upload(id), { mode: PRIVATE_DIR_MODE });
+    await fs.promises.writeFile(this.layout.upload(id, 'data'), '', { mode: PRIVATE_FILE_MODE });
+    await fs.promises.writeFile(this.layout.upload(id, 'meta.json'), JSON.stringify({ repo, created: Date.now() }), {
+      mode: PRIVATE_FILE_MODE,
+    });
     this.#live.set(id, { repo, hash: sha256Hash(), hashed: 0, busy: false });
     return id;
   }
@@ -88,7 +91,13 @@ export class UploadSessions {
    * Append a chunk. With `start` (from Content-Range) the chunk must begin exactly where the data ends, else
    * 416 (spec: out-of-order chunks). Returns the new size.
    */
-  async append(repo: string, id: string, source: Readable, start?: number, length?: number): Promise<number> {
+  async append(
+    repo: string,
+    id: string,
+    source: Readable | AsyncIterable<Uint8Array>,
+    start?: number,
+    length?: number,
+  ): Promise<number> {
     const state = await this.#session(repo, id);
     if (state.busy) throw new RegistryError(409, 'BLOB_UPLOAD_INVALID', 'another request is writing this upload');
     state.busy = true;
@@ -130,7 +139,13 @@ export class UploadSessions {
   }
 
   /** Finish an upload: append the last chunk (if any), verify the digest, and move the data into the pool. */
-  async complete(repo: string, id: string, digest: string, last?: Readable, length?: number): Promise<BlobInfo> {
+  async complete(
+    repo: string,
+    id: string,
+    digest: string,
+    last?: Readable | AsyncIterable<Uint8Array>,
+    length?: number,
+  ): Promise<BlobInfo> {
     parseDigest(digest);
     if (last) await this.append(repo, id, last, undefined, length);
     const state = await this.#session(repo, id);
@@ -161,6 +176,11 @@ export class UploadSessions {
     } finally {
       state.busy = false;
     }
+  }
+
+  /** Sessions open in the store (every process's, and those a restart left). */
+  async count(): Promise<number> {
+    return (await listDir(this.layout.uploads())).length;
   }
 
   async cancel(repo: string, id: string): Promise<void> {

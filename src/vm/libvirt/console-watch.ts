@@ -1,5 +1,6 @@
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../../core/private-dir.js';
 import { LineSplitter } from '../console-lines.js';
 import type { Connection } from './connection.js';
 import type { Stream } from './stream.js';
@@ -42,8 +43,8 @@ export class ConsoleWatch {
     this.#wanted = true;
     if (this.#stream) return;
     if (!this.#log) {
-      mkdirSync(dirname(this.#o.logPath), { recursive: true });
-      this.#log = createWriteStream(this.#o.logPath, { flags: 'a' });
+      mkdirSync(dirname(this.#o.logPath), { recursive: true, mode: PRIVATE_DIR_MODE });
+      this.#log = createWriteStream(this.#o.logPath, { flags: 'a', mode: PRIVATE_FILE_MODE });
       this.#log.on('error', (error) => this.#o.onWarning(`cannot write ${this.#o.logPath}: ${error.message}`));
     }
     const conn = this.#o.connection();

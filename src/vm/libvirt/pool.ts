@@ -149,15 +149,35 @@ export async function ensureBaseVolume(
   }
 }
 
-/** A small raw volume holding `content` (the Ignition config), readable by the qemu user. */
+/**
+ * The uid:gid qemu runs as on this daemon: the DAC security model's base label in the capabilities
+ * (`<baselabel type='kvm'>+64055:+64055</baselabel>`, qemu.conf's user and group); undefined without one.
+ */
+export function qemuOwner(capabilities: string): { uid: number; gid: number } | undefined {
+  const dac = /<secmodel>\s*<model>dac<\/model>[\s\S]*?<\/secmodel>/.exec(capabilities)?.[0];
+  const label = dac && /<baselabel[^>]*>\+?(\d+):\+?(\d+)<\/baselabel>/.exec(dac);
+  return label ? { uid: Number(label[1]), gid: Number(label[2]) } : undefined;
+}
+
+/**
+ * A small raw volume holding `content` (the Ignition config, which holds keys and pull secrets): 0600, owned by
+ * the user qemu runs as (found in the capabilities), so qemu reads it and no other local user does.
+ */
 export async function createDataVolume(
   conn: Connection,
   pool: StoragePool,
   name: string,
   content: Buffer,
 ): Promise<string> {
+  const owner = qemuOwner(await conn.capabilities());
   const volume = await pool.createVolume(
-    volumeXml({ name, capacity: Math.max(1, content.length), format: 'raw', mode: '0644' }),
+    volumeXml({
+      name,
+      capacity: Math.max(1, content.length),
+      format: 'raw',
+      mode: '0600',
+      ...(owner ? { owner } : {}),
+    }),
   );
   try {
     const stream = conn.newStream(false);
