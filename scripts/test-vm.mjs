@@ -3,12 +3,16 @@
 // against the sum of the files' times. The times are recorded in test/vm-timings.json (seconds per file, the
 // latest passing run) and order the next run; a file without a record weighs the mean of the known ones and is
 // named. The files are those with a source (test/**/*.vm.test.ts): a compiled file whose source is gone is a stale
-// build, not a test. Arguments: files to run instead of all; LANES=N changes the lane count.
+// build, not a test. Arguments: files to run instead of all; LANES=N changes the lane count; --with-unit runs the
+// unit suite (`npx ava`) first on one lane while the other lane starts the VM files: the unit suite keeps about
+// one of the two cores busy, so the other is the VM files' (`npm test` does this).
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const TIMINGS = 'test/vm-timings.json';
+/** The unit suite's job, recorded under this key next to the VM files. */
+const UNIT = 'unit: npx ava';
 const LANES = Number.parseInt(process.env.LANES ?? '2', 10);
 
 function vmFiles(dir, suffix) {
@@ -34,7 +38,10 @@ function compiledVmFiles() {
 }
 
 const recorded = existsSync(TIMINGS) ? JSON.parse(readFileSync(TIMINGS, 'utf8')) : {};
-const files = process.argv.length > 2 ? process.argv.slice(2) : compiledVmFiles();
+const args = process.argv.slice(2);
+const withUnit = args.includes('--with-unit');
+const named = args.filter((arg) => arg !== '--with-unit');
+const files = named.length > 0 ? named : compiledVmFiles();
 // No file to run is a broken build, not a pass.
 if (files.length === 0) {
   process.stderr.write('test:vm: no *.vm.test.ts under test/: nothing to run\n');
@@ -48,14 +55,17 @@ if (unweighed.length > 0)
   process.stdout.write(`test:vm: no recorded time (weighs the mean, ${Math.round(mean)} s): ${unweighed.join(', ')}\n`);
 // Longest first onto whichever lane frees up: list scheduling, which adapts to the machine's noise.
 const queue = [...files].sort((a, b) => weight(b) - weight(a) || (a < b ? -1 : 1));
+// The unit suite first: its failures show early, and it leaves a core to the VM file beside it.
+if (withUnit) queue.unshift(UNIT);
 
 const results = [];
 
 function runFile(file) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const name = file.replace(/^dist\/test\//, '').replace(/\.vm\.test\.js$/, '');
-    const child = spawn('npx', ['ava', '--config', 'ava.vm.config.js', file], {
+    const name = file === UNIT ? 'unit' : file.replace(/^dist\/test\//, '').replace(/\.vm\.test\.js$/, '');
+    const command = file === UNIT ? ['ava'] : ['ava', '--config', 'ava.vm.config.js', file];
+    const child = spawn('npx', command, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, FORCE_COLOR: '0' },
     });
@@ -84,13 +94,17 @@ async function lane() {
 const t0 = Date.now();
 await Promise.all(Array.from({ length: LANES }, lane));
 for (const { file, seconds, ok } of results) if (ok) recorded[file] = Math.round(seconds);
-writeFileSync(TIMINGS, `${JSON.stringify(Object.fromEntries(Object.entries(recorded).sort()), null, 2)}\n`);
+// Records of files whose source is gone are dropped (test/vm-timings.test.ts requires exactly the VM files).
+const kept = Object.entries(recorded).filter(
+  ([file]) => file === UNIT || existsSync(file.replace(/^dist\//, '').replace(/\.js$/, '.ts')),
+);
+writeFileSync(TIMINGS, `${JSON.stringify(Object.fromEntries(kept.sort()), null, 2)}\n`);
 
 const failed = results.filter((r) => !r.ok);
 const wall = (Date.now() - t0) / 1000;
 const sum = results.reduce((total, r) => total + r.seconds, 0);
 process.stdout.write(
-  `\nVM suite: ${results.length - failed.length}/${results.length} files passed in ${format(wall)} wall ` +
+  `\n${withUnit ? 'unit + VM' : 'VM'} suite: ${results.length - failed.length}/${results.length} files passed in ${format(wall)} wall ` +
     `(files' times add up to ${format(sum)} on ${LANES} lanes)\n`,
 );
 for (const { file } of failed) process.stdout.write(`  FAILED ${file}\n`);
