@@ -11,7 +11,7 @@
  *   4. then the MCD reboots (`update.go` `updateOSAndReboot` → `reboot`: `systemd-run --unit
  *      machine-config-daemon-reboot --description "machine-config-daemon: …" reboot`).
  * The MCD compares the booted image with the new one first and skips all of this when they match; devpivot asks
- * pivot anyway (that is what `already-at-target` tests: pivot says "Already at target pivot; exiting..."), and
+ * pivot anyway (that is what `multi-hop`'s second request tests: pivot says "Already at target pivot; exiting..."), and
  * reboots only when a deployment was staged (ostree's /run/ostree/staged-deployment), as the MCD's reboot follows
  * an OS change.
  *

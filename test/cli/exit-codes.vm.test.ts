@@ -1,5 +1,6 @@
 /**
- * The rows of the exit status contract that need libvirt (0 passed, 1 a check failed), and `--keep`: the kept
+ * The rows of the exit status contract that need libvirt (0 passed, 1 a check failed, 130 Ctrl-C during a run:
+ * this was old-to-new.vm.test.ts's second test, which booted the fixture for it), and `--keep`: the kept
  * VMs keep their registry and console logging while the process serves them, until Ctrl-C or `devpivot down`.
  * Against the private libvirtd of test/vm/daemon.ts; the node boots a blank disk (SeaBIOS finds nothing), which
  * is all these rows need, so the file stays short.
@@ -68,6 +69,27 @@ test.serial('1: a check failed (an expectation not met by its deadline); the VM 
   const run = await runCli(['run', file, '--connect', daemon.tcpUri, '--session', session], { env });
   t.is(run.code, 1, run.stdout + run.stderr);
   t.regex(run.stdout, /✗ expect n console \/never printed\/ within 3s .*not seen within 3s/);
+  t.deepEqual(await sessionObjects(session), { domains: [], volumes: [], running: 0 });
+});
+
+test.serial('130: Ctrl-C during a run: the run stops, the VM is removed', async (t) => {
+  const { file, env, session } = workspace(
+    'interrupt',
+    "  - up\n  - expect: { console: 'never printed', within: 5m }\n",
+  );
+  const run = watchCli(['run', file, '--json', '--connect', daemon.tcpUri, '--session', session], env);
+  await run.until(/"kind":"vm\.started"/, 120_000);
+  run.signal('SIGINT');
+  const end = await run.exited;
+  t.is(end.code, 130, `interrupted by SIGINT (README "Exit status")\n${run.stderr}`);
+  const events = run.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { kind: string; error?: string; ok?: boolean });
+  // The last step to end is the one under way, failed as interrupted.
+  const last = events.filter((e) => e.kind === 'step.pass' || e.kind === 'step.fail').at(-1);
+  t.like(last, { kind: 'step.fail', error: 'interrupted (interrupted by SIGINT)' });
+  t.like(events.at(-1), { kind: 'run.end', ok: false });
   t.deepEqual(await sessionObjects(session), { domains: [], volumes: [], running: 0 });
 });
 

@@ -4,10 +4,21 @@
  * finalized at shutdown with the /etc merge, one reboot through mcd-write-pivot-reboot.service), and a second boot
  * that is no first boot and does not pivot again. (This was fixture.vm.test.ts's "first boot" test, which ran the
  * same pivot outside devpivot's CLI.)
+ *
+ * The same VM carries the checks of two files that booted the same v1 and made the same legacy pivot to v2:
+ * old-to-new.vm.test.ts (the phases, the target, the layer pulled; the shipped old-to-new.yaml's own steps are
+ * checked by rootless-pivot, and its Ctrl-C test is in cli/exit-codes.vm) and e2e/guest-network.vm.test.ts (one
+ * more `ssh` step: the pull worked through devpivot's filter, while another port of the host's loopback is
+ * refused to the guest and named). Nothing leaves 127.0.0.1.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
 import test from 'ava';
 import type { EventOf, Stamped } from '../../src/core/events.js';
 import { loadFixture } from '../../src/fixture/fixture.js';
+import { repoRoot } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 const MARKER = 'devpivot-kernel-args-issue';
@@ -17,11 +28,45 @@ const glog = (level: string, file: string, text: string) =>
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 test('kernel-args: the whitelisted argument reaches the new deployment, the other is refused', async (t) => {
+  t.timeout(25 * 60_000);
   const fixture = await loadFixture();
   const commitOf = (version: string) => fixture.versions.find((entry) => entry.version === version)!.commit;
-  const run = await runScenarioCli('kernel-args');
+  // Another port of the host's loopback, which the guest must not reach (guests reach only the registry).
+  let connections = 0;
+  const other = createServer((socket) => {
+    connections += 1;
+    socket.end('HTTP/1.0 200 OK\r\n\r\nreached\n');
+  });
+  t.teardown(() => other.close());
+  const port = await new Promise<number>((resolve) =>
+    other.listen(0, '127.0.0.1', () => resolve((other.address() as { port: number }).port)),
+  );
+  // The shipped scenario, its steps ending with the v2 checks, and one more step: the guest tries that port.
+  const shipped = readFileSync(`${repoRoot}scenarios/kernel-args.yaml`, 'utf8');
+  t.regex(shipped, /\n {2}- wait: 10s\n$/, 'the shipped steps end the file');
+  const file = join(tempDir('devpivot-kernel-args-e2e-', t), 'kernel-args.yaml');
+  const nc = `busybox nc -w 5 10.0.2.2 ${port} </dev/null 2>&1; echo rc=$?`;
+  writeFileSync(file, `${shipped}  - ssh: { run: "${nc}", expect: 'rc=[1-9]', within: 3m }\n`);
+
+  const run = await runScenarioCli('kernel-args', { file });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.deepEqual(bootedVersions(run.events), ['1', '2']);
+  // (old-to-new) the pivot's phases as devpivot reports them, and the layer pulled in full
+  const phases = run.events.flatMap((e) => (e.kind === 'guest.pivot' ? [e.phase] : []));
+  t.deepEqual(phases, ['pulling', 'staging', 'staged', 'rebooting']);
+  t.true(
+    run.events.some((e) => e.kind === 'blob.progress' && e.sent === e.total && e.total > 1_000_000),
+    'the layer was pulled through the filter',
+  );
+  // (guest-network) nothing reached the other port, and the run names the blocked destination once
+  t.true(run.steps.at(-1)?.startsWith(`✓ ssh node1 'busybox nc -w 5 10.0.2.2 ${port} `), run.steps.join('\n'));
+  t.is(connections, 0, 'nothing reached the other loopback port');
+  const blocked = run.events.filter(
+    (e) =>
+      e.kind === 'log' &&
+      e.message === `node node1 tried to reach tcp 10.0.2.2:${port}: blocked (guests reach only the registry)`,
+  );
+  t.is(blocked.length, 1, 'the run names the blocked destination once');
   const lines = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
   /** The index of the first line at or after `from` matching `pattern`; fails the test (-1) when there is none. */
   const find = (pattern: RegExp, from = 0, message = String(pattern)) => {

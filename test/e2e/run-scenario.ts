@@ -1,4 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Stamped } from '../../src/core/events.js';
 import { repoRoot } from '../helpers/cli.js';
 
@@ -13,7 +15,8 @@ export interface ScenarioRun {
 /**
  * Run a shipped scenario end to end with the real CLI (`devpivot run FILE --json`), as CI would: real registry,
  * real oscontainer build, real Ignition, real libvirt VMs under TCG. Domains are named
- * devpivot-test-engine-<session suffix>-<node>.
+ * devpivot-test-engine-<session suffix>-<node>. With DEVPIVOT_TEST_EVENTS_DIR set, the run's events are kept there as
+ * `<name>.ndjson` (for `bench/split.ts`-style timing of a test's run).
  */
 export function runScenarioCli(
   name: string,
@@ -93,6 +96,8 @@ export function runScenarioCli(
             ? [`✗ ${event.name}: ${event.error}`]
             : [],
       );
+      const keep = process.env.DEVPIVOT_TEST_EVENTS_DIR;
+      if (keep) writeFileSync(join(keep, `${name}.ndjson`), events.map((event) => JSON.stringify(event)).join('\n'));
       resolve({ code, events, stderr, steps });
     });
   });

@@ -300,7 +300,10 @@ test.serial('the MCD re-executes itself in the root bound at /rootfs (copied to 
       });
       child.on('exit', () => resolve());
     });
-    await Promise.race([seen, new Promise((resolve) => setTimeout(resolve, 60_000))]);
+    // (the deadline's timer is cleared: left pending, it would keep this worker alive for its full minute)
+    let deadline: NodeJS.Timeout | undefined;
+    await Promise.race([seen, new Promise((resolve) => (deadline = setTimeout(resolve, 60_000)))]);
+    clearTimeout(deadline);
     // systemd stopping the unit: podman's trap stops the entrypoint and takes the binds down.
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve).once('error', resolve));
