@@ -55,3 +55,34 @@ test('events that do not concern the run become nothing', (t) => {
   t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.suspended, 0), []);
   t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.defined, 0), []);
 });
+
+test('a cold restart after a guest reboot: its destroy and start are neither a stop nor a start', (t) => {
+  const lifecycle = new LifecycleTranslator();
+  lifecycle.expectRestart('d', 'stop');
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 1), [], 'the restart destroyed it');
+  lifecycle.expectRestart('d', 'start');
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.started, 0), [], 'and started it again');
+  // Only the announced events are swallowed: the next power-off and start are reported.
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 1), [
+    { kind: 'vm.stopped', node: 'n', domain: 'd', reason: 'destroyed' },
+  ]);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.started, 0), [
+    { kind: 'vm.started', node: 'n', domain: 'd' },
+  ]);
+});
+
+test('a cold restart swallows only its own events: a crash, another domain, a cancelled call are reported', (t) => {
+  const lifecycle = new LifecycleTranslator();
+  lifecycle.expectRestart('d', 'stop');
+  t.deepEqual(
+    lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 2).map((e) => e.kind),
+    ['vm.crashed', 'vm.stopped'],
+    'a stop that is not a destroy is the guest crashing, not the restart',
+  );
+  t.is(lifecycle.lifecycle('m', 'other', LifecycleEvent.stopped, 1).length, 1, 'another domain');
+  lifecycle.cancelRestart('d', 'stop');
+  t.is(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 1).length, 1, 'the destroy failed: nothing to swallow');
+  lifecycle.expectRestart('d', 'start');
+  lifecycle.cancelRestart('d', 'start');
+  t.is(lifecycle.lifecycle('n', 'd', LifecycleEvent.started, 0).length, 1);
+});

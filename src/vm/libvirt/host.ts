@@ -20,10 +20,10 @@ import { ownsDomain } from '../owner.js';
 import { digestCacheFile, imageDigest, inspectQcow2 } from '../qcow2.js';
 import { probeRemoteAccel } from '../remote/remote-accel.js';
 import { assertValidSessionId, consoleLogPath, newSessionId, recordSession } from '../sessions.js';
-import { Connection, LifecycleEvent, UndefineFlag } from './connection.js';
+import { Connection, UndefineFlag } from './connection.js';
 import { InFlight, untilAborted } from './inflight.js';
 import { assertSessionFree, cleanup } from './inventory.js';
-import { type LifecycleOutput, LifecycleTranslator } from './lifecycle.js';
+import { LifecycleTranslator } from './lifecycle.js';
 import { LibvirtNode, type NodeHost } from './node.js';
 import { createDataVolume, ensureBaseVolume, ensurePool } from './pool.js';
 import type { StoragePool } from './storage.js';
@@ -115,6 +115,10 @@ export class LibvirtHost implements VmHost, NodeHost {
     return this.#conn;
   }
 
+  get lifecycle(): LifecycleTranslator {
+    return this.#lifecycle;
+  }
+
   get nodes(): LibvirtNode[] {
     return [...this.#nodes.values()];
   }
@@ -149,17 +153,18 @@ export class LibvirtHost implements VmHost, NodeHost {
   #onLifecycle(domain: string, event: number, detail: number): void {
     const node = this.#nodes.get(domain);
     if (!node) return;
-    if (event === LifecycleEvent.stopped) node.console.domainStopped();
-    this.#emitAll(this.#lifecycle.lifecycle(node.name, domain, event, detail));
+    const events = this.#lifecycle.lifecycle(node.name, domain, event, detail);
+    // A restart's own stop is not one: its console is already the new process's.
+    if (events.some((e) => e.kind === 'vm.stopped')) node.console.domainStopped();
+    for (const e of events) this.emit(e);
   }
 
   #onReboot(domain: string): void {
     const node = this.#nodes.get(domain);
-    if (node) this.#emitAll(this.#lifecycle.reboot(node.name, domain));
-  }
-
-  #emitAll(events: LifecycleOutput[]): void {
-    for (const event of events) this.emit(event);
+    const events = node ? this.#lifecycle.reboot(node.name, domain) : [];
+    for (const e of events) this.emit(e);
+    // Once per guest reboot: boot it again in a fresh process (LibvirtNode.restartAfterReboot).
+    if (node && events.length > 0) setImmediate(() => void node.restartAfterReboot());
   }
 
   async #reconnect(): Promise<void> {

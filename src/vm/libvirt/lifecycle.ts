@@ -16,6 +16,10 @@ const STOP_REASONS = ['shutdown', 'destroyed', 'crashed', 'migrated', 'saved', '
 /** virDomainEventCrashedDetailType, by value. */
 const CRASH_REASONS = ['panicked', 'crashloaded'];
 const STOPPED_CRASHED = 2;
+const STOPPED_DESTROYED = 1;
+
+/** The two halves of a cold restart after a guest reboot (LibvirtNode.restartAfterReboot). */
+export type RestartPart = 'stop' | 'start';
 
 /**
  * Translates libvirt's lifecycle and reboot callbacks of one connection into vm.* events, keeping the little
@@ -29,6 +33,8 @@ export class LifecycleTranslator {
   /** Domains that reported a CRASHED event: their following STOPPED(crashed) is not a second crash. */
   readonly #crashReported = new Set<string>();
   readonly #lastReboot = new Map<string, number>();
+  /** Per domain, the STOPPED(destroyed) and STARTED events a cold restart after a guest reboot will cause. */
+  readonly #restart = new Map<string, Record<RestartPart, number>>();
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -42,6 +48,7 @@ export class LifecycleTranslator {
       case LifecycleEvent.started:
         this.#shutdownCause.delete(domain);
         this.#crashReported.delete(domain);
+        if (this.#consume(domain, 'start')) return [];
         return [{ kind: 'vm.started', ...base }];
       case LifecycleEvent.shutdown:
         this.#shutdownCause.set(
@@ -50,6 +57,7 @@ export class LifecycleTranslator {
         );
         return [];
       case LifecycleEvent.stopped: {
+        if (detail === STOPPED_DESTROYED && this.#consume(domain, 'stop')) return [];
         const reason =
           detail === 0 ? (this.#shutdownCause.get(domain) ?? 'shutdown') : (STOP_REASONS[detail] ?? `detail ${detail}`);
         this.#shutdownCause.delete(domain);
@@ -65,6 +73,30 @@ export class LifecycleTranslator {
       default:
         return [];
     }
+  }
+
+  /**
+   * A cold restart of `domain` after its guest rebooted is about to destroy (`stop`) or start (`start`) it: the
+   * STOPPED(destroyed) or STARTED event that call causes is not reported, since to the engine a guest reboot is
+   * neither a stop nor a start (the VmHost contract). Called before the call; `cancel` when the call failed.
+   */
+  expectRestart(domain: string, part: RestartPart): void {
+    const pending = this.#restart.get(domain) ?? { stop: 0, start: 0 };
+    pending[part]++;
+    this.#restart.set(domain, pending);
+  }
+
+  /** The call announced with expectRestart failed: no event will come for it. */
+  cancelRestart(domain: string, part: RestartPart): void {
+    this.#consume(domain, part);
+  }
+
+  #consume(domain: string, part: RestartPart): boolean {
+    const pending = this.#restart.get(domain);
+    if (!pending || pending[part] === 0) return false;
+    pending[part]--;
+    if (pending.stop === 0 && pending.start === 0) this.#restart.delete(domain);
+    return true;
   }
 
   /** A REBOOT callback: one guest reboot raises two (the guest's reset, then qemu's), ~60 ms apart. */

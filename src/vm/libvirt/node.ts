@@ -5,6 +5,7 @@ import type { VmNode } from '../host.js';
 import { type Connection, UndefineFlag } from './connection.js';
 import { ConsoleWatch } from './console-watch.js';
 import { LibvirtError, VirErr } from './errors.js';
+import type { LifecycleTranslator } from './lifecycle.js';
 import { POOL_NAME } from './pool.js';
 
 /** What a node needs of its host: the current connection (it changes on reconnect) and the bus. */
@@ -15,6 +16,8 @@ export interface NodeHost {
   warn(message: string): void;
   /** The node was destroyed: the host stops tracking it. */
   forget(node: LibvirtNode): void;
+  /** Told of a cold restart's calls, so the events they cause are not reported as a stop and a start. */
+  readonly lifecycle: Pick<LifecycleTranslator, 'expectRestart' | 'cancelRestart'>;
 }
 
 /** One domain of the session (the VmNode contract in ../host.ts). */
@@ -24,6 +27,8 @@ export class LibvirtNode implements VmNode {
   readonly consoleLog: string;
   readonly console: ConsoleWatch;
   readonly #host: NodeHost;
+  /** start, powerOff, destroy and the restart after a guest reboot run one at a time, in call order. */
+  #queue: Promise<unknown> = Promise.resolve();
 
   constructor(host: NodeHost, name: string, domain: string, consoleLog: string) {
     this.#host = host;
@@ -48,8 +53,18 @@ export class LibvirtNode implements VmNode {
     return domain;
   }
 
+  #serial<T>(operation: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(operation, operation);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
   /** Boot: start paused, attach the console, record the start time, then let the CPU run (no output is lost). */
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    return this.#serial(() => this.#start());
+  }
+
+  async #start(): Promise<void> {
     const domain = await this.#lookup();
     try {
       await domain.startPaused();
@@ -73,7 +88,48 @@ export class LibvirtNode implements VmNode {
     }
   }
 
-  async powerOff(): Promise<void> {
+  powerOff(): Promise<void> {
+    return this.#serial(() => this.#powerOff());
+  }
+
+  /**
+   * The guest rebooted (QEMU has reset it in place): boot it again in a fresh QEMU process instead, as a power
+   * cycle does. Under TCG a reset keeps the previous boot's translated code, and every store into a page that
+   * held it takes QEMU's self-modifying-code path until the stale translations are gone: the next boot's GRUB
+   * and kernel start ran many times slower (images/README.md, "Speed"). The guest goes through the firmware as
+   * after a reset; its disk, NVRAM and fw_cfg are the domain's. Nothing happens when the domain stopped
+   * meanwhile; when it cannot be started again, that is a `vm.stopped` with the reason. Never rejects.
+   */
+  restartAfterReboot(): Promise<void> {
+    return this.#serial(async () => {
+      const lifecycle = this.#host.lifecycle;
+      try {
+        const domain = await this.#lookup();
+        try {
+          if (!(await domain.isActive())) return;
+          lifecycle.expectRestart(this.domain, 'stop');
+          await domain.destroy().catch((error) => {
+            lifecycle.cancelRestart(this.domain, 'stop');
+            throw error;
+          });
+        } finally {
+          domain.free();
+        }
+        // The old console stream ended with the old process; #start opens the new one.
+        this.console.domainStopped();
+        lifecycle.expectRestart(this.domain, 'start');
+        await this.#start().catch((error) => {
+          lifecycle.cancelRestart(this.domain, 'start');
+          throw error;
+        });
+      } catch (error) {
+        const reason = `not started again after its guest rebooted: ${(error as Error).message}`;
+        this.#host.emit({ kind: 'vm.stopped', node: this.name, domain: this.domain, reason });
+      }
+    });
+  }
+
+  async #powerOff(): Promise<void> {
     const domain = await this.#lookup();
     try {
       await domain.destroy();
@@ -85,7 +141,11 @@ export class LibvirtNode implements VmNode {
   }
 
   /** Destroy, undefine and delete this node's volumes. Never throws. */
-  async destroy(): Promise<void> {
+  destroy(): Promise<void> {
+    return this.#serial(() => this.#destroy());
+  }
+
+  async #destroy(): Promise<void> {
     this.console.detach();
     try {
       const conn = this.#host.connection;
