@@ -45,11 +45,13 @@ export interface NoRebootContext {
 }
 
 /**
- * Slot for the rollback issue: the commands, run as root over ssh, that make the node boot its previous
- * deployment. Not filled by any driver yet; the engine offers no rollback until one is.
+ * How a driver's tool makes the node boot its previous deployment (the `rollback` step): `request` gives the
+ * commands run as root over ssh, which reboot through the tool's own flag, as on a real node; `written` matches the
+ * line the tool prints once the new order is written (after it, a dropped connection is the reboot).
  */
 export interface DriverRollback {
   request(quote: Quote): string[];
+  written: RegExp;
 }
 
 /**
@@ -75,6 +77,6 @@ export interface DriverDefinition {
   secondRequest(pullspec: string, quote: Quote): string[];
   /** Why a pivot that staged a deployment did not reboot: the `guest.failure` reason. */
   noRebootReason(context: NoRebootContext): string;
-  rollback?: DriverRollback;
+  rollback: DriverRollback;
   upgrade?: DriverUpgrade;
 }

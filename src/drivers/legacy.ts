@@ -6,6 +6,7 @@ import { UsageError } from '../core/errors.js';
 import { CONSOLE_DROPIN, emptyFragment, FINALIZE_STAGED_UNIT, type Fragment } from '../ignition/fragment.js';
 import { isDigestPinned } from '../oci/reference.js';
 import type { DriverDefinition } from './definition.js';
+import { RPM_OSTREE_ROLLBACK } from './rollback.js';
 
 /** appendInitialPivot's unit, byte for byte (MCO release-4.5 pkg/server/server.go). */
 export const MCD_WRITE_PIVOT_REBOOT = {
@@ -78,4 +79,5 @@ export const legacy: DriverDefinition = {
       );
     return `${why} (mcd-write-pivot-reboot.service creates it on the first boot; is it missing or masked?)`;
   },
+  rollback: RPM_OSTREE_ROLLBACK,
 };

@@ -4,6 +4,7 @@
  */
 import { mcdFragment } from '../ignition/mcd-fragment.js';
 import type { DriverDefinition } from './definition.js';
+import { RPM_OSTREE_ROLLBACK } from './rollback.js';
 import { updateUnitNoReboot } from './update-unit.js';
 
 export const mcd: DriverDefinition = {
@@ -28,4 +29,5 @@ export const mcd: DriverDefinition = {
     `rpm-ostree rebase --experimental ${quote(`ostree-unverified-registry:${pullspec}`)}`,
   ],
   noRebootReason: ({ what }) => updateUnitNoReboot(what),
+  rollback: RPM_OSTREE_ROLLBACK,
 };

@@ -12,6 +12,7 @@ import { type PivotStep, pivot } from './pivot.js';
 import { type PowerOffStep, powerOff } from './power-off.js';
 import type { StepReader, StepSource } from './reader.js';
 import { type RebootStep, reboot } from './reboot.js';
+import { type RollbackStep, rollback } from './rollback.js';
 import type { StepRuntime } from './runtime.js';
 import { type SshStep, ssh } from './ssh.js';
 import { type UpStep, up } from './up.js';
@@ -27,6 +28,7 @@ export type Step =
   | RebootStep
   | WaitStep
   | PivotStep
+  | RollbackStep
   | SshStep
   | DownStep;
 export type StepKind = Step['kind'];
@@ -42,6 +44,7 @@ export const STEPS: { readonly [K in StepKind]: StepDefinition<StepOf<K>> } = {
   reboot,
   wait,
   pivot,
+  rollback,
   ssh,
   down,
 };

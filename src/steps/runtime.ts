@@ -90,4 +90,10 @@ export interface StepRuntime {
    * rebooting); rejects with a StepFailure when the node's update unit failed, or ssh never connected in time.
    */
   requestPivot(node: string, to: string, timeoutMs: number): Promise<void>;
+  /**
+   * Make a running node boot its previous deployment with its driver's rollback tool (src/drivers/rollback.ts),
+   * which reboots it; its cursor moves to the end of its log first. Resolves once the tool wrote the new order;
+   * rejects with a StepFailure when the tool refused (no rollback deployment, a staged one) or ssh never connected.
+   */
+  requestRollback(node: string, timeoutMs: number): Promise<void>;
 }

@@ -262,6 +262,15 @@ const malformed: [string, string, string[]][] = [
     ["5:12: node 'n' has no pivot target (name one: 'pivot: { node, to: NAME }')"],
   ],
   [
+    'rollback before up, of an unknown node, with a bad key',
+    'nodes:\n  n: {}\nsteps:\n  - rollback: n\n  - up\n  - rollback: { node: m }\n  - rollback: { within: 1m, to: x }\n',
+    [
+      "4:5: 'rollback' on node 'n', which is not up at this point (put '- up' (or '- up: [n]') before it)",
+      "6:23: unknown node 'm' (did you mean 'n'?)",
+      "7:29: unknown key 'to' in rollback (expected one of: node, within)",
+    ],
+  ],
+  [
     'ssh without run, before up, with a bad regex',
     'nodes:\n  n: {}\nsteps:\n  - ssh: { run: uptime }\n  - up\n  - ssh: { node: n }\n  - ssh: { run: uptime, expect: "(" }\n  - ssh: { run: "  " }\n',
     [

@@ -19,6 +19,7 @@ import {
 import { pivot, pivotStep } from '../../src/steps/pivot.js';
 import { powerOff, powerOffStep } from '../../src/steps/power-off.js';
 import { reboot } from '../../src/steps/reboot.js';
+import { rollback, rollbackStep } from '../../src/steps/rollback.js';
 import type { NodeLogEvent, SshResult } from '../../src/steps/runtime.js';
 import { ssh, sshStep } from '../../src/steps/ssh.js';
 import { up, upStep } from '../../src/steps/up.js';
@@ -27,7 +28,19 @@ import { wait } from '../../src/steps/wait.js';
 const pos = { line: 3, col: 5 };
 
 test('the map is the one list of step kinds, in the order hints name them', (t) => {
-  t.deepEqual(STEP_KINDS, ['up', 'expect', 'assert', 'fault', 'power-off', 'reboot', 'wait', 'pivot', 'ssh', 'down']);
+  t.deepEqual(STEP_KINDS, [
+    'up',
+    'expect',
+    'assert',
+    'fault',
+    'power-off',
+    'reboot',
+    'wait',
+    'pivot',
+    'rollback',
+    'ssh',
+    'down',
+  ]);
   t.true(isStepKind('power-off'));
   t.false(isStepKind('poweroff'));
   t.false(isStepKind('toString'), 'inherited keys are not kinds');
@@ -36,11 +49,12 @@ test('the map is the one list of step kinds, in the order hints name them', (t) 
 test('a kind without a definition, or a definition without a kind, does not compile', (t) => {
   type Map = { readonly [K in StepKind]: StepDefinition<StepOf<K>> };
   // @ts-expect-error: 'down' has a step type but no definition here
-  const missing: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot, ssh };
+  const missing: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot, rollback, ssh };
+  const all = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot, rollback, ssh, down };
   // @ts-expect-error: 'sleep' is a definition without a step type
-  const extra: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot, wait, pivot, ssh, down, sleep: wait };
+  const extra: Map = { ...all, sleep: wait };
   // @ts-expect-error: a definition under another kind's key
-  const swapped: Map = { up, expect, assert, fault, 'power-off': powerOff, reboot: wait, wait, pivot, ssh, down };
+  const swapped: Map = { ...all, reboot: wait };
   t.truthy(missing && extra && swapped);
 });
 
@@ -132,6 +146,9 @@ function recordingRuntime(
     async requestPivot(node, to, ms) {
       calls.push(`requestPivot ${node} ${to} ${ms}`);
     },
+    async requestRollback(node, ms) {
+      calls.push(`requestRollback ${node} ${ms}`);
+    },
   };
   return { runtime, calls };
 }
@@ -221,7 +238,7 @@ test('fault drives the embedded registry and refuses an external one', async (t)
 
 test('every definition declares where it may stand relative to up', (t) => {
   const needsRunning = STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'needs-running');
-  t.deepEqual(needsRunning, ['expect', 'assert', 'power-off', 'reboot', 'pivot', 'ssh']);
+  t.deepEqual(needsRunning, ['expect', 'assert', 'power-off', 'reboot', 'pivot', 'rollback', 'ssh']);
   t.deepEqual(
     STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'starts'),
     ['up'],
@@ -269,4 +286,12 @@ test('pivot hands the request to the runtime with its deadline', async (t) => {
   const { runtime, calls } = recordingRuntime();
   await runStep(pivotStep('n', 'v3', pos), runtime);
   t.deepEqual(calls, ['requestPivot n v3 600000']);
+});
+
+test('rollback hands the request to the runtime with its deadline', async (t) => {
+  const { runtime, calls } = recordingRuntime();
+  await runStep(rollbackStep('n', pos), runtime);
+  await runStep(rollbackStep('n', pos, 60_000), runtime);
+  t.deepEqual(calls, ['requestRollback n 180000', 'requestRollback n 60000']);
+  t.is(rollbackStep('n', pos, 60_000).label, 'rollback n within 1m');
 });
