@@ -35,4 +35,5 @@ export const bootc: DriverDefinition = {
   secondRequest: (pullspec, quote) => [`bootc switch ${quote(pullspec)}`],
   noRebootReason: ({ what }) => updateUnitNoReboot(what),
   rollback: BOOTC_ROLLBACK,
+  upgrade: { follows: 'tag', request: () => ['bootc upgrade'] },
 };

@@ -55,10 +55,16 @@ export interface DriverRollback {
 }
 
 /**
- * Slot for the upgrade issue: the commands, run as root over ssh, that move a node to a newer image of the same
- * stream (as opposed to `secondRequest`, a pivot to a named image). Not filled by any driver yet.
+ * How a driver's node moves to a newer image of the stream it follows (the `upgrade` step). `tag`: the tool
+ * resolves the tag its origin names again (`bootc upgrade`, `rpm-ostree upgrade`), so a node's Ignition may name a
+ * tag (`follow:`); `digest`: the tool takes only pullspecs by digest, so an upgrade is a new request for the digest
+ * the tag names now (as a new osImageURL is), and `follow:` is refused. `request` gives the commands, run as root
+ * over ssh (the reboot follows when they staged a deployment); `pullspec` is the tag's digest for `digest` drivers.
  */
 export interface DriverUpgrade {
+  follows: 'tag' | 'digest';
+  /** Why the driver follows digests only, for messages. */
+  why?: string;
   request(pullspec: string, quote: Quote): string[];
 }
 
@@ -78,5 +84,5 @@ export interface DriverDefinition {
   /** Why a pivot that staged a deployment did not reboot: the `guest.failure` reason. */
   noRebootReason(context: NoRebootContext): string;
   rollback: DriverRollback;
-  upgrade?: DriverUpgrade;
+  upgrade: DriverUpgrade;
 }

@@ -80,4 +80,12 @@ export const legacy: DriverDefinition = {
     return `${why} (mcd-write-pivot-reboot.service creates it on the first boot; is it missing or masked?)`;
   },
   rollback: RPM_OSTREE_ROLLBACK,
+  // openshift/pivot compares a pullspec by digest with the booted pivot:// origin (cmd/root.go); a tag is refused
+  upgrade: {
+    follows: 'digest',
+    why: 'pivot takes a pullspec by digest (it compares it with the booted pivot:// origin)',
+    request(pullspec, quote) {
+      return legacy.secondRequest(pullspec, quote);
+    },
+  },
 };

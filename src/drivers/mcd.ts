@@ -30,4 +30,13 @@ export const mcd: DriverDefinition = {
   ],
   noRebootReason: ({ what }) => updateUnitNoReboot(what),
   rollback: RPM_OSTREE_ROLLBACK,
+  // The MCD updates the OS only when osImageURL changes (machine-config-operator pkg/daemon/update.go
+  // NewMachineConfigDiff: osUpdate is the osImageURL strings differing): a tag that moves changes nothing.
+  upgrade: {
+    follows: 'digest',
+    why: 'the machine-config daemon updates the OS only when osImageURL changes, so an upgrade is a new osImageURL',
+    request(pullspec, quote) {
+      return mcd.secondRequest(pullspec, quote);
+    },
+  },
 };

@@ -33,4 +33,5 @@ export const rpmOstree: DriverDefinition = {
   secondRequest: (pullspec, quote) => [`rpm-ostree rebase --experimental ${quote(rebase(pullspec))}`],
   noRebootReason: ({ what }) => updateUnitNoReboot(what),
   rollback: RPM_OSTREE_ROLLBACK,
+  upgrade: { follows: 'tag', request: () => ['rpm-ostree upgrade'] },
 };

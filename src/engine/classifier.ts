@@ -134,6 +134,12 @@ export const REFUSED_REQUEST = /(?:^|\]: )error: (Old and new refs are equal): (
 export const UNCHANGED_SPEC = /(?:^|\]: )(Image specification is unchanged)\.$/;
 
 /**
+ * An upgrade whose image did not change: bootc's "No update available." (crates/lib/src/cli.rs:1360 upgrade) and
+ * rpm-ostree's "No upgrade available." (d5ef5f0c src/daemon/rpmostreed-transaction-types.cxx:1608); nothing staged.
+ */
+export const NO_UPDATE = /(?:^|\]: )(No (?:update|upgrade) available)\.$/;
+
+/**
  * The refusal in a tool's output (a console line or a request's own output), as a `guest.pivot.skipped` reason.
  * bootc's line names no image: `target` is the one requested (else the classifier's).
  */
@@ -143,7 +149,7 @@ export function refusedRequest(output: string, target = ''): { target: string; r
     const match = REFUSED_REQUEST.exec(line);
     if (match)
       return { target: match[2]!.replace(/^ostree-[a-z-]+:(?:docker:\/\/)?/, ''), reason: match[1]!.toLowerCase() };
-    const unchanged = UNCHANGED_SPEC.exec(line);
+    const unchanged = UNCHANGED_SPEC.exec(line) ?? NO_UPDATE.exec(line);
     if (unchanged) return { target, reason: unchanged[1]!.toLowerCase() };
   }
   return undefined;

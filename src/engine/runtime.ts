@@ -14,11 +14,14 @@ import {
 import { formatDuration } from '../steps/units.js';
 import { refusedRequest } from './classifier.js';
 import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
+import type { Deps } from './deps.js';
 import type { NodeWatches } from './node-watch.js';
 import { guestPullspec, type World } from './prepare.js';
 import { runOverSsh, type SshTarget } from './ssh.js';
-import { AS_ROOT, pivotRequestScript, quoteShell, REBOOT_MARKER } from './ssh-pivot.js';
+import { AS_ROOT, pivotRequestScript, quoteShell, REBOOT_MARKER, updateRequestScript } from './ssh-pivot.js';
 import type { StagedWatchdog } from './staged-watchdog.js';
+import { tagOscontainer } from './tags.js';
+import { guestTagPullspec } from './world.js';
 
 /** How often a command is tried again while the node's sshd does not answer yet. */
 const SSH_RETRY_MS = 3000;
@@ -33,6 +36,8 @@ export class EngineRuntime implements StepRuntime {
     readonly removalSignal: AbortSignal,
     /** Told when a `pivot` step asked a node to reboot itself. */
     readonly staged?: StagedWatchdog,
+    /** What `tag` steps point tags with. */
+    readonly deps?: Deps,
   ) {}
 
   async waitFor(
@@ -150,7 +155,32 @@ export class EngineRuntime implements StepRuntime {
     if (!image || !this.world.guestRegistry) throw new StepFailure(`oscontainer ${to} is not in the registry`);
     const pullspec = guestPullspec(this.world, to, node);
     const script = pivotRequestScript(this.watches.get(node).def.driver, pullspec, to);
-    const result = await this.#requestAsRoot(node, script, timeoutMs, 'the pivot request', ({ output }) =>
+    await this.#requestUpdate(node, script, pullspec, timeoutMs, 'the pivot request');
+  }
+
+  async tagImage(name: string, ref: string): Promise<void> {
+    if (!this.deps) throw new StepFailure("tag steps need the engine's dependencies");
+    await tagOscontainer({ deps: this.deps, bus: this.watches.bus, signal: this.signal }, this.world, name, ref);
+  }
+
+  async requestUpgrade(node: string, timeoutMs: number): Promise<void> {
+    const def = this.watches.get(node).def;
+    if (!def.follow) throw new StepFailure(`node ${node} follows no tag`);
+    const upgrade = DRIVERS[def.driver].upgrade;
+    // A tag-following tool resolves the tag itself; legacy and mcd are asked for the digest it names now.
+    const name = this.world.tags.get(def.follow);
+    if (upgrade.follows === 'digest' && !name) throw new StepFailure(`tag ${def.follow} names no oscontainer`);
+    const pullspec =
+      upgrade.follows === 'tag'
+        ? guestTagPullspec(this.world, def.follow, node)
+        : guestPullspec(this.world, name!, node);
+    const script = updateRequestScript(upgrade.request(pullspec, quoteShell), def.follow);
+    await this.#requestUpdate(node, script, pullspec, timeoutMs, 'the upgrade request');
+  }
+
+  /** An update request (a pivot, an upgrade): reboots when it staged; a refusal or no change is pivot.skipped. */
+  async #requestUpdate(node: string, script: string, pullspec: string, timeoutMs: number, what: string) {
+    const result = await this.#requestAsRoot(node, script, timeoutMs, what, ({ output }) =>
       output.includes(REBOOT_MARKER),
     );
     // The reboot it asked for may end the connection before ssh reports the status.

@@ -33,11 +33,15 @@ export function quoteShell(value: string): string {
 
 /** The script for `driver` that makes the node pivot to `pullspec` (an oscontainer named `to`). */
 export function pivotRequestScript(driver: PivotDriver, pullspec: string, to: string): string {
-  const update = DRIVERS[driver].secondRequest(pullspec, quoteShell);
+  return updateRequestScript(DRIVERS[driver].secondRequest(pullspec, quoteShell), to);
+}
+
+/** The update `commands` (a pivot's or an upgrade's), then the reboot when they staged a deployment. */
+export function updateRequestScript(commands: string[], to: string): string {
   const description = `machine-config-daemon: Node will reboot into ${to} (devpivot pivot step)`;
   return [
     'set -e',
-    ...update,
+    ...commands,
     'if [ -e /run/ostree/staged-deployment ]; then',
     `  echo ${quoteShell(REBOOT_MARKER)}`,
     `  systemd-run --unit machine-config-daemon-reboot --description ${quoteShell(description)} reboot`,

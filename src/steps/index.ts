@@ -15,7 +15,9 @@ import { type RebootStep, reboot } from './reboot.js';
 import { type RollbackStep, rollback } from './rollback.js';
 import type { StepRuntime } from './runtime.js';
 import { type SshStep, ssh } from './ssh.js';
+import { type TagStep, tag } from './tag.js';
 import { type UpStep, up } from './up.js';
+import { type UpgradeStep, upgrade } from './upgrade.js';
 import { type WaitStep, wait } from './wait.js';
 
 /** A parsed step: one of the kinds of this folder. */
@@ -29,6 +31,8 @@ export type Step =
   | WaitStep
   | PivotStep
   | RollbackStep
+  | TagStep
+  | UpgradeStep
   | SshStep
   | DownStep;
 export type StepKind = Step['kind'];
@@ -45,6 +49,8 @@ export const STEPS: { readonly [K in StepKind]: StepDefinition<StepOf<K>> } = {
   wait,
   pivot,
   rollback,
+  tag,
+  upgrade,
   ssh,
   down,
 };

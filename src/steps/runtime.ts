@@ -96,4 +96,12 @@ export interface StepRuntime {
    * rejects with a StepFailure when the tool refused (no rollback deployment, a staged one) or ssh never connected.
    */
   requestRollback(node: string, timeoutMs: number): Promise<void>;
+  /** Point `ref` (`REPO:TAG`) of the embedded registry at oscontainer `name` (a `tag` step). */
+  tagImage(name: string, ref: string): Promise<void>;
+  /**
+   * Make a running node that follows a tag upgrade to what the tag names now (its driver's upgrade, then a reboot
+   * when it staged a deployment); its cursor moves to the end of its log first. A tag that did not move is reported
+   * as `guest.pivot.skipped`; rejects with a StepFailure when the tool failed or ssh never connected.
+   */
+  requestUpgrade(node: string, timeoutMs: number): Promise<void>;
 }

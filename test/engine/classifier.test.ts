@@ -445,6 +445,9 @@ test("bootc's unchanged spec is a refused request naming the image asked for; a 
     reason: 'image specification is unchanged',
   });
   t.is(refusedRequest('echo Image specification is unchanged. or not\n', image), undefined);
+  // an upgrade whose tag did not move: bootc cli.rs:1360, rpm-ostree rpmostreed-transaction-types.cxx:1608
+  t.like(refusedRequest('No update available.\n', image), { target: image, reason: 'no update available' });
+  t.like(refusedRequest('Pulling manifest: x\nNo upgrade available.\n', image), { reason: 'no upgrade available' });
   const { events } = run([{ kind: 'vm.console', node: 'n1', line: 'bootc[300]: Image specification is unchanged.' }]);
   t.deepEqual(brief(events), ['skipped image specificati']);
 });

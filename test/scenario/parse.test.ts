@@ -271,6 +271,16 @@ const malformed: [string, string, string[]][] = [
     ],
   ],
   [
+    'follow without a pivot target, a tag that is not REPO:TAG, an upgrade of a node that follows none',
+    'nodes:\n  a: { follow: os/s:stable }\n  b: { pivot: fixture:2, follow: os/s }\n  c: {}\nsteps:\n  - up\n  - upgrade: c\n  - tag: { oscontainer: fixture:2, as: "os/s:bad tag" }\n',
+    [
+      "2:8: node 'a' follow needs a pivot target (the image the tag names first)",
+      "3:34: node 'b' follow 'os/s' is not REPO:TAG (write REPO:TAG, a repository of the embedded registry and a tag (e.g. os/stream:stable))",
+      "7:14: node 'c' follows no tag (give it 'follow: REPO:TAG' (and a pivot target))",
+      "8:40: tag.as 'os/s:bad tag' is not REPO:TAG (write REPO:TAG, a repository of the embedded registry and a tag (e.g. os/stream:stable))",
+    ],
+  ],
+  [
     'ssh without run, before up, with a bad regex',
     'nodes:\n  n: {}\nsteps:\n  - ssh: { run: uptime }\n  - up\n  - ssh: { node: n }\n  - ssh: { run: uptime, expect: "(" }\n  - ssh: { run: "  " }\n',
     [
