@@ -2,8 +2,8 @@ import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 test("etc-merge: ostree's three-way /etc merge keeps local edits and new files, takes the new default of an untouched file", async (t) => {
-  t.timeout(25 * 60_000);
-  const run = await runScenarioCli('etc-merge', { timeoutMs: 20 * 60_000 });
+  t.timeout(45 * 60_000);
+  const run = await runScenarioCli('etc-merge', { timeoutMs: 42 * 60_000 });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.deepEqual(bootedVersions(run.events), ['1', '2']);
   t.true(

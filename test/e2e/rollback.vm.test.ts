@@ -2,8 +2,8 @@ import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 test('rollback: rpm-ostree rollback and bootc rollback boot the previous deployment again, pulling nothing, each with its /etc; a bootc switch to the booted image is skipped', async (t) => {
-  t.timeout(40 * 60_000);
-  const run = await runScenarioCli('rollback', { timeoutMs: 35 * 60_000 });
+  t.timeout(65 * 60_000);
+  const run = await runScenarioCli('rollback', { timeoutMs: 62 * 60_000 });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.deepEqual(bootedVersions(run.events, 'rpm'), ['1', '2', '1']);
   t.deepEqual(bootedVersions(run.events, 'bc'), ['1', '2', '3', '2']);

@@ -2,8 +2,8 @@ import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 test('upgrade-tag: bootc and rpm-ostree nodes follow a tag: no change while it stays, v3 once it moves; --check fetches no layer', async (t) => {
-  t.timeout(40 * 60_000);
-  const run = await runScenarioCli('upgrade-tag', { timeoutMs: 35 * 60_000 });
+  t.timeout(65 * 60_000);
+  const run = await runScenarioCli('upgrade-tag', { timeoutMs: 62 * 60_000 });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   for (const node of ['bc', 'rpm']) t.deepEqual(bootedVersions(run.events, node), ['1', '2', '3'], node);
   const skipped = run.events.flatMap((e) => (e.kind === 'guest.pivot.skipped' ? [`${e.node} ${e.reason}`] : []));
