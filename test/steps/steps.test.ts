@@ -52,21 +52,6 @@ test('the map is the one list of step kinds, in the order hints name them', (t) 
 
 test('a kind without a definition, or a definition without a kind, does not compile', (t) => {
   type Map = { readonly [K in StepKind]: StepDefinition<StepOf<K>> };
-  // @ts-expect-error: 'down' has a step type but no definition here
-  const missing: Map = {
-    up,
-    expect,
-    assert,
-    fault,
-    'power-off': powerOff,
-    reboot,
-    wait,
-    pivot,
-    rollback,
-    tag,
-    upgrade,
-    ssh,
-  };
   const all = {
     up,
     expect,
@@ -82,6 +67,9 @@ test('a kind without a definition, or a definition without a kind, does not comp
     ssh,
     down,
   };
+  const { down: _down, ...withoutDown } = all;
+  // @ts-expect-error: 'down' has a step type but no definition here
+  const missing: Map = withoutDown;
   // @ts-expect-error: 'sleep' is a definition without a step type
   const extra: Map = { ...all, sleep: wait };
   // @ts-expect-error: a definition under another kind's key
