@@ -53,6 +53,10 @@ const CATALOG = {
     hint: 'pass the --junit FILE of an earlier devpivot run, or leave --shard-timings out to shard by file count',
     exitCode: 2,
   },
+  TAG_EXTERNAL_REGISTRY: {
+    title: 'Tags (follow:, tag steps) need the embedded registry',
+    hint: 'leave out registry: (or write registry: embedded) to point tags',
+  },
   FAULT_EXTERNAL_REGISTRY: {
     title: 'A registry fault was asked for while the scenario uses an external registry',
     hint: "remove 'registry:' from the scenario to use the embedded one",

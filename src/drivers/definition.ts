@@ -45,18 +45,26 @@ export interface NoRebootContext {
 }
 
 /**
- * Slot for the rollback issue: the commands, run as root over ssh, that make the node boot its previous
- * deployment. Not filled by any driver yet; the engine offers no rollback until one is.
+ * How a driver's tool makes the node boot its previous deployment (the `rollback` step): `request` gives the
+ * commands run as root over ssh, which reboot through the tool's own flag, as on a real node; `written` matches the
+ * line the tool prints once the new order is written (after it, a dropped connection is the reboot).
  */
 export interface DriverRollback {
   request(quote: Quote): string[];
+  written: RegExp;
 }
 
 /**
- * Slot for the upgrade issue: the commands, run as root over ssh, that move a node to a newer image of the same
- * stream (as opposed to `secondRequest`, a pivot to a named image). Not filled by any driver yet.
+ * How a driver's node moves to a newer image of the stream it follows (the `upgrade` step). `tag`: the tool
+ * resolves the tag its origin names again (`bootc upgrade`, `rpm-ostree upgrade`), so a node's Ignition may name a
+ * tag (`follow:`); `digest`: the tool takes only pullspecs by digest, so an upgrade is a new request for the digest
+ * the tag names now (as a new osImageURL is), and `follow:` is refused. `request` gives the commands, run as root
+ * over ssh (the reboot follows when they staged a deployment); `pullspec` is the tag's digest for `digest` drivers.
  */
 export interface DriverUpgrade {
+  follows: 'tag' | 'digest';
+  /** Why the driver follows digests only, for messages. */
+  why?: string;
   request(pullspec: string, quote: Quote): string[];
 }
 
@@ -75,6 +83,6 @@ export interface DriverDefinition {
   secondRequest(pullspec: string, quote: Quote): string[];
   /** Why a pivot that staged a deployment did not reboot: the `guest.failure` reason. */
   noRebootReason(context: NoRebootContext): string;
-  rollback?: DriverRollback;
-  upgrade?: DriverUpgrade;
+  rollback: DriverRollback;
+  upgrade: DriverUpgrade;
 }

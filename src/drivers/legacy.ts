@@ -6,6 +6,7 @@ import { UsageError } from '../core/errors.js';
 import { CONSOLE_DROPIN, emptyFragment, FINALIZE_STAGED_UNIT, type Fragment } from '../ignition/fragment.js';
 import { isDigestPinned } from '../oci/reference.js';
 import type { DriverDefinition } from './definition.js';
+import { RPM_OSTREE_ROLLBACK } from './rollback.js';
 
 /** appendInitialPivot's unit, byte for byte (MCO release-4.5 pkg/server/server.go). */
 export const MCD_WRITE_PIVOT_REBOOT = {
@@ -77,5 +78,14 @@ export const legacy: DriverDefinition = {
         `this was boot ${boots} of ${node}: the node stays on its old deployment until something reboots it cleanly`
       );
     return `${why} (mcd-write-pivot-reboot.service creates it on the first boot; is it missing or masked?)`;
+  },
+  rollback: RPM_OSTREE_ROLLBACK,
+  // openshift/pivot compares a pullspec by digest with the booted pivot:// origin (cmd/root.go); a tag is refused
+  upgrade: {
+    follows: 'digest',
+    why: 'pivot takes a pullspec by digest (it compares it with the booted pivot:// origin)',
+    request(pullspec, quote) {
+      return legacy.secondRequest(pullspec, quote);
+    },
   },
 };

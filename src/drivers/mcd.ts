@@ -4,6 +4,7 @@
  */
 import { mcdFragment } from '../ignition/mcd-fragment.js';
 import type { DriverDefinition } from './definition.js';
+import { RPM_OSTREE_ROLLBACK } from './rollback.js';
 import { updateUnitNoReboot } from './update-unit.js';
 
 export const mcd: DriverDefinition = {
@@ -28,4 +29,14 @@ export const mcd: DriverDefinition = {
     `rpm-ostree rebase --experimental ${quote(`ostree-unverified-registry:${pullspec}`)}`,
   ],
   noRebootReason: ({ what }) => updateUnitNoReboot(what),
+  rollback: RPM_OSTREE_ROLLBACK,
+  // The MCD updates the OS only when osImageURL changes (machine-config-operator pkg/daemon/update.go
+  // NewMachineConfigDiff: osUpdate is the osImageURL strings differing): a tag that moves changes nothing.
+  upgrade: {
+    follows: 'digest',
+    why: 'the machine-config daemon updates the OS only when osImageURL changes, so an upgrade is a new osImageURL',
+    request(pullspec, quote) {
+      return mcd.secondRequest(pullspec, quote);
+    },
+  },
 };

@@ -103,6 +103,17 @@ export interface IgnitionRequest {
   mcoImage?: string;
 }
 
+/** Point `repository:tag` of the embedded registry at the manifest `from` (`REPO@sha256:…`) names there. */
+export interface TagOscontainerOptions {
+  /** The registry's URL (http://127.0.0.1:PORT). */
+  registry: string;
+  from: string;
+  repository: string;
+  tag: string;
+  bus: EventBus;
+  signal: AbortSignal;
+}
+
 export interface PushMcoImageOptions {
   /** The registry's URL (http://127.0.0.1:PORT). */
   registry: string;
@@ -124,6 +135,8 @@ export interface Deps {
    * node first asks).
    */
   resolveOscontainer(options: ResolveOscontainerOptions): Promise<PushedImage>;
+  /** What a CI push of a tag does: the tag names the image now (a copy inside the registry, same digest). */
+  tagOscontainer(options: TagOscontainerOptions): Promise<void>;
   generateIgnition(request: IgnitionRequest): object;
   /** Build the fixture's MCO image (its MCD stand-in, reproducibly) and push it; the manifest digest. */
   pushMcoImage(options: PushMcoImageOptions): Promise<{ digest: string }>;

@@ -140,7 +140,7 @@ class Engine {
       new Map(this.scenario.nodes.map((def) => [def.name, def.driver])),
       options.stagedGraceMs,
     );
-    this.runtime = new EngineRuntime(this.world, this.watches, this.signal, options.signal, this.staged);
+    this.runtime = new EngineRuntime(this.world, this.watches, this.signal, options.signal, this.staged, options.deps);
   }
 
   async run(hold: boolean): Promise<{ result: RunResult; kept?: KeptRun }> {

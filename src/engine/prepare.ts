@@ -14,7 +14,8 @@ import { fixtureVersion, resolveImage } from './images.js';
 import { loadFixture, oscontainer } from './prepare-oscontainers.js';
 import { openRemoteHost, remoteDestination, remoteGuestAddress } from './remote-host.js';
 import { SessionAccess } from './ssh-access.js';
-import { guestHostPort, guestPullspec, type PrepareContext, type World } from './world.js';
+import { pointFollowedTags } from './tags.js';
+import { guestHostPort, guestPullspec, guestTagPullspec, type PrepareContext, type World } from './world.js';
 
 export {
   emptyWorld,
@@ -41,6 +42,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   const needsSsh = context.scenario.steps.some((step) => stepNeedsSsh(step));
   await prepareAccess(context, world, remote, sessionId, needsSsh);
   const fixtureMco = await pushFixtureMco(context, world);
+  await pointFollowedTags(context, world);
   for (const def of context.scenario.nodes) {
     world.nodes.set(def.name, {
       def,
@@ -200,6 +202,15 @@ async function pushFixtureMco(
   return (hostPort) => `${hostPort}/${MCO_REPOSITORY}@${digest}`;
 }
 
+/**
+ * What a node's Ignition names: a `follow:` tag for a driver whose tool follows tags (the tool resolves it, as
+ * `bootc switch IMAGE:TAG` does), else the target by digest (legacy and mcd take digests only).
+ */
+function pivotImage(world: World, def: NodeDef): string {
+  if (def.follow && DRIVERS[def.driver].upgrade.follows === 'tag') return guestTagPullspec(world, def.follow, def.name);
+  return guestPullspec(world, def.pivot!, def.name);
+}
+
 function renderIgnition(
   context: PrepareContext,
   world: World,
@@ -213,7 +224,7 @@ function renderIgnition(
   const mcoImage = def.mcoImage ?? fixtureMco?.(hostPort);
   const config = context.deps.generateIgnition({
     driver: def.driver,
-    ...(def.pivot ? { image: guestPullspec(world, def.pivot, def.name) } : {}),
+    ...(def.pivot ? { image: pivotImage(world, def) } : {}),
     spec: def.ignitionSpec,
     registry: {
       hostPort,

@@ -6,6 +6,7 @@ import { builderFingerprint } from '../oscontainer/builder-fingerprint.js';
 import {
   buildAndPush,
   buildMcoImage,
+  copyImage,
   mirrorOscontainer,
   pushMcoImage,
   RegistryClient,
@@ -103,6 +104,12 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
         { signal, env, layers, bus },
       );
       return { digest, commit, version, format };
+    },
+
+    async tagOscontainer({ registry, from, repository, tag, bus, signal }) {
+      const host = new URL(registry).host;
+      // copyImage emits image.pulled; blobs already in the registry are not sent again.
+      await copyImage(`${host}/${from}`, `${host}/${repository}:${tag}`, { bus, signal, env });
     },
 
     async pushMcoImage({ registry, repository, bus, signal }) {

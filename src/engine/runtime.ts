@@ -2,6 +2,7 @@
  * The engine's side of the steps' runtime interface (`src/steps/runtime.ts`): node actions on the VM host with
  * their deadlines, the waits on node logs, the registry's fault switches, what nodes reported.
  */
+import { DRIVERS } from '../drivers/index.js';
 import {
   type NodeLogEvent,
   type RegistryControl,
@@ -13,11 +14,14 @@ import {
 import { formatDuration } from '../steps/units.js';
 import { refusedRequest } from './classifier.js';
 import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
+import type { Deps } from './deps.js';
 import type { NodeWatches } from './node-watch.js';
 import { guestPullspec, type World } from './prepare.js';
 import { runOverSsh, type SshTarget } from './ssh.js';
-import { AS_ROOT, pivotRequestScript, REBOOT_MARKER } from './ssh-pivot.js';
+import { AS_ROOT, pivotRequestScript, quoteShell, REBOOT_MARKER, updateRequestScript } from './ssh-pivot.js';
 import type { StagedWatchdog } from './staged-watchdog.js';
+import { tagOscontainer } from './tags.js';
+import { guestTagPullspec } from './world.js';
 
 /** How often a command is tried again while the node's sshd does not answer yet. */
 const SSH_RETRY_MS = 3000;
@@ -32,6 +36,8 @@ export class EngineRuntime implements StepRuntime {
     readonly removalSignal: AbortSignal,
     /** Told when a `pivot` step asked a node to reboot itself. */
     readonly staged?: StagedWatchdog,
+    /** What `tag` steps point tags with. */
+    readonly deps?: Deps,
   ) {}
 
   async waitFor(
@@ -145,11 +151,76 @@ export class EngineRuntime implements StepRuntime {
   }
 
   async requestPivot(node: string, to: string, timeoutMs: number): Promise<void> {
-    const target = this.#sshTarget(node);
     const image = this.world.images.get(to);
     if (!image || !this.world.guestRegistry) throw new StepFailure(`oscontainer ${to} is not in the registry`);
     const pullspec = guestPullspec(this.world, to, node);
     const script = pivotRequestScript(this.watches.get(node).def.driver, pullspec, to);
+    await this.#requestUpdate(node, script, pullspec, timeoutMs, 'the pivot request');
+  }
+
+  async tagImage(name: string, ref: string): Promise<void> {
+    if (!this.deps) throw new StepFailure("tag steps need the engine's dependencies");
+    await tagOscontainer({ deps: this.deps, bus: this.watches.bus, signal: this.signal }, this.world, name, ref);
+  }
+
+  async requestUpgrade(node: string, timeoutMs: number): Promise<void> {
+    const def = this.watches.get(node).def;
+    if (!def.follow) throw new StepFailure(`node ${node} follows no tag`);
+    const upgrade = DRIVERS[def.driver].upgrade;
+    // A tag-following tool resolves the tag itself; legacy and mcd are asked for the digest it names now.
+    const name = this.world.tags.get(def.follow);
+    if (upgrade.follows === 'digest' && !name) throw new StepFailure(`tag ${def.follow} names no oscontainer`);
+    const pullspec =
+      upgrade.follows === 'tag'
+        ? guestTagPullspec(this.world, def.follow, node)
+        : guestPullspec(this.world, name!, node);
+    const script = updateRequestScript(upgrade.request(pullspec, quoteShell), def.follow);
+    await this.#requestUpdate(node, script, pullspec, timeoutMs, 'the upgrade request');
+  }
+
+  /** An update request (a pivot, an upgrade): reboots when it staged; a refusal or no change is pivot.skipped. */
+  async #requestUpdate(node: string, script: string, pullspec: string, timeoutMs: number, what: string) {
+    const result = await this.#requestAsRoot(node, script, timeoutMs, what, ({ output }) =>
+      output.includes(REBOOT_MARKER),
+    );
+    // The reboot it asked for may end the connection before ssh reports the status.
+    if (result.output.includes(REBOOT_MARKER)) {
+      this.staged?.rebootRequested(node);
+      return;
+    }
+    // The tool refused the request or found nothing to change (the ref or image it is on): nothing staged, as on a
+    // real node; not a step failure.
+    const refused = refusedRequest(result.output, pullspec);
+    if (refused) this.watches.bus.emit({ kind: 'guest.pivot.skipped', node, ...refused });
+  }
+
+  async requestRollback(node: string, timeoutMs: number): Promise<void> {
+    const rollback = DRIVERS[this.watches.get(node).def.driver].rollback;
+    const script = ['set -e', ...rollback.request(quoteShell), ''].join('\n');
+    // The tool reboots once the order is written, which may end the connection before ssh reports the status.
+    // A tool's own error (exit 1) after the line is still a failure: rpm-ostree prints it before it writes.
+    await this.#requestAsRoot(
+      node,
+      script,
+      timeoutMs,
+      'the rollback request',
+      ({ code, output }) => rollback.written.test(output) && (code === null || code === SSH_FAILED || code > 128),
+    );
+  }
+
+  /**
+   * Run `script` as root on `node` over ssh until it ran (exit 0, or `handedOver` its output), retrying while sshd
+   * does not answer yet; the node's cursor moves to the end of its log first. A refusal (`refusedRequest`) is
+   * returned, anything else that failed is a StepFailure naming `what`.
+   */
+  async #requestAsRoot(
+    node: string,
+    script: string,
+    timeoutMs: number,
+    what: string,
+    handedOver: (result: SshResult) => boolean,
+  ): Promise<SshResult> {
+    const target = this.#sshTarget(node);
     const watch = this.watches.get(node);
     watch.cursor = watch.log.length;
     const deadline = Date.now() + timeoutMs;
@@ -162,20 +233,12 @@ export class EngineRuntime implements StepRuntime {
         signal: this.signal,
       });
       if (this.signal.aborted) throw this.signal.reason;
-      // The reboot it asked for may end the connection before ssh reports the status.
-      if (result.output.includes(REBOOT_MARKER)) this.staged?.rebootRequested(node);
-      if (result.code === 0 || result.output.includes(REBOOT_MARKER)) return;
-      // rpm-ostree refused the request (the ref it is on): nothing staged, as on a real node; not a step failure.
-      const refused = refusedRequest(result.output);
-      if (refused) {
-        this.watches.bus.emit({ kind: 'guest.pivot.skipped', node, ...refused });
-        return;
-      }
+      if (result.code === 0 || handedOver(result) || refusedRequest(result.output)) return result;
       const tail = result.output.trim().split('\n').slice(-6).join('\n');
       if (result.code !== SSH_FAILED || deadline - Date.now() < SSH_RETRY_MS) {
         const status =
           result.code === null ? `no answer within ${formatDuration(timeoutMs)}` : `exit status ${result.code}`;
-        throw new StepFailure(`the pivot request to ${node} failed (${status})${tail ? `:\n${tail}` : ''}`);
+        throw new StepFailure(`${what} to ${node} failed (${status})${tail ? `:\n${tail}` : ''}`);
       }
       // sshd is not up yet (the node is still booting): try again, failing fast on guest failures meanwhile.
       await this.pause(SSH_RETRY_MS);

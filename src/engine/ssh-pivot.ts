@@ -26,20 +26,25 @@ export const REBOOT_MARKER = 'devpivot: rebooting into the staged deployment';
 /** Run the script as root whether the ssh user is root or a sudoer (`core` on RHCOS/FCOS). */
 export const AS_ROOT = 'if [ "$(id -u)" -eq 0 ]; then exec sh -s; else exec sudo -n sh -s; fi';
 
-function quote(value: string): string {
+/** One single-quoted shell word. */
+export function quoteShell(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 /** The script for `driver` that makes the node pivot to `pullspec` (an oscontainer named `to`). */
 export function pivotRequestScript(driver: PivotDriver, pullspec: string, to: string): string {
-  const update = DRIVERS[driver].secondRequest(pullspec, quote);
+  return updateRequestScript(DRIVERS[driver].secondRequest(pullspec, quoteShell), to);
+}
+
+/** The update `commands` (a pivot's or an upgrade's), then the reboot when they staged a deployment. */
+export function updateRequestScript(commands: string[], to: string): string {
   const description = `machine-config-daemon: Node will reboot into ${to} (devpivot pivot step)`;
   return [
     'set -e',
-    ...update,
+    ...commands,
     'if [ -e /run/ostree/staged-deployment ]; then',
-    `  echo ${quote(REBOOT_MARKER)}`,
-    `  systemd-run --unit machine-config-daemon-reboot --description ${quote(description)} reboot`,
+    `  echo ${quoteShell(REBOOT_MARKER)}`,
+    `  systemd-run --unit machine-config-daemon-reboot --description ${quoteShell(description)} reboot`,
     'else',
     "  echo 'devpivot: nothing was staged; no reboot'",
     'fi',

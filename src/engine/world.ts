@@ -39,6 +39,8 @@ export interface World {
   readonly guestNames: Map<string, string>;
   /** The ssh tunnel to a remote libvirt host (`qemu+ssh://`), closed at cleanup. */
   remote?: RemoteHost;
+  /** Tags devpivot pointed in the embedded registry (`follow:`, `tag` steps): `REPO:TAG` → oscontainer name. */
+  readonly tags: Map<string, string>;
 }
 
 export function emptyWorld(): World {
@@ -49,6 +51,7 @@ export function emptyWorld(): World {
     imageCommits: new Map(),
     guestNames: new Map(),
     nodeRegistry: new Map(),
+    tags: new Map(),
   };
 }
 
@@ -105,6 +108,11 @@ export function guestPullspec(world: World, name: string, node: string): string 
   const registry = world.nodeRegistry.get(node) ?? world.guestRegistry;
   const repository = world.guestNames.get(name) ?? `${registry}/${repositoryName(name)}`;
   return `${repository}@${image.digest}`;
+}
+
+/** The pullspec `node` uses for a tag of the embedded registry (`REPO:TAG`), as a tag-following tool names it. */
+export function guestTagPullspec(world: World, ref: string, node: string): string {
+  return `${world.nodeRegistry.get(node) ?? world.guestRegistry}/${ref}`;
 }
 
 /** host:port of a registry as the guest reaches it: the host's loopback is 10.0.2.2 under user networking. */

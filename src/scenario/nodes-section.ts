@@ -10,6 +10,7 @@ import { type DeferredCheck, nodeAt, readIgnitionFragment } from './ignition-fra
 import { nodeSpec, specRefusal, specsOf } from './ignition-spec.js';
 import { readKernelArgs } from './kernel-args.js';
 import { type DocumentReader, type MappingFields, scalarLike } from './reader.js';
+import { parseTagRef, TAG_REF_HINT } from './tag-ref.js';
 import type { ImageSource, NodeDef, OscontainerSource } from './types.js';
 
 const NODE_KEYS = [
@@ -23,6 +24,7 @@ const NODE_KEYS = [
   'ignition-spec',
   'ignition',
   'mco-image',
+  'follow',
 ];
 const MIN_MEMORY = 256 * 1024 ** 2;
 
@@ -108,6 +110,16 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
         return text;
       })
     : undefined;
+  // `follow:` a tag of the embedded registry (pointed at the pivot target first): tag-following drivers' Ignition
+  // names the tag, the others' the digest it names (their tools take digests only: DriverUpgrade).
+  const follow = f.has('follow')
+    ? r.guard(() => {
+        if (!pivot) r.fail(f.get('follow')!.key, `${what} follow needs a pivot target (the image the tag names first)`);
+        const text = r.string(v('follow'), `${what} follow`);
+        if (!parseTagRef(text)) r.fail(v('follow'), `${what} follow '${text}' is not REPO:TAG`, TAG_REF_HINT);
+        return text;
+      })
+    : undefined;
   const explicitSpec = f.has('ignition-spec')
     ? r.guard(() => readSpec(r, v('ignition-spec'), what, driver))
     : undefined;
@@ -144,6 +156,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
     ignitionSpec,
     ...(ignition ? { ignition } : {}),
     ...(mcoImage ? { mcoImage } : {}),
+    ...(follow ? { follow } : {}),
     pos: r.at(key),
   };
 }

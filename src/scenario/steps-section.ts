@@ -9,6 +9,7 @@ import type { Fields, StepReader, YamlValue } from '../steps/reader.js';
 import { formatDuration } from '../steps/units.js';
 import { looksLikePullspec } from './pullspec.js';
 import { type DocumentReader, describe, scalarLike } from './reader.js';
+import { parseTagRef, TAG_REF_HINT } from './tag-ref.js';
 import type { ImageSource, NodeDef, OscontainerSource } from './types.js';
 
 interface Context {
@@ -194,6 +195,17 @@ class StepBodyReader implements StepReader {
 
   pivotTarget(name: string): string | undefined {
     return this.context.nodes.find((n) => n.name === name)?.pivot;
+  }
+
+  follows(name: string): boolean {
+    return this.context.nodes.find((n) => n.name === name)?.follow !== undefined;
+  }
+
+  tagRef(v: YamlValue | null, what: string): string {
+    const n = node(v) ?? null;
+    const text = this.r.string(n, what);
+    if (!parseTagRef(text)) this.r.fail(n, `${what} '${text}' is not REPO:TAG`, TAG_REF_HINT);
+    return text;
   }
 
   bootTarget(v: YamlValue | null): string {

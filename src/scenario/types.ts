@@ -50,6 +50,11 @@ export interface NodeDef {
   ignition?: Record<string, unknown>;
   /** `mco-image:` (driver mcd): the MCO image pullspec the units run; unset = the fixture's, built by devpivot. */
   mcoImage?: string;
+  /**
+   * `follow: REPO:TAG`: the node's Ignition names this tag of the embedded registry (pointed at `pivot` before the
+   * node starts) instead of the digest, so an `upgrade` step follows the tag; tag-following drivers only.
+   */
+  follow?: string;
   pos: Position;
 }
 

@@ -12,9 +12,12 @@ import { type PivotStep, pivot } from './pivot.js';
 import { type PowerOffStep, powerOff } from './power-off.js';
 import type { StepReader, StepSource } from './reader.js';
 import { type RebootStep, reboot } from './reboot.js';
+import { type RollbackStep, rollback } from './rollback.js';
 import type { StepRuntime } from './runtime.js';
 import { type SshStep, ssh } from './ssh.js';
+import { type TagStep, tag } from './tag.js';
 import { type UpStep, up } from './up.js';
+import { type UpgradeStep, upgrade } from './upgrade.js';
 import { type WaitStep, wait } from './wait.js';
 
 /** A parsed step: one of the kinds of this folder. */
@@ -27,6 +30,9 @@ export type Step =
   | RebootStep
   | WaitStep
   | PivotStep
+  | RollbackStep
+  | TagStep
+  | UpgradeStep
   | SshStep
   | DownStep;
 export type StepKind = Step['kind'];
@@ -42,6 +48,9 @@ export const STEPS: { readonly [K in StepKind]: StepDefinition<StepOf<K>> } = {
   reboot,
   wait,
   pivot,
+  rollback,
+  tag,
+  upgrade,
   ssh,
   down,
 };

@@ -83,6 +83,10 @@ export interface StepReader {
   oscontainer(value: YamlValue | null, what: string): string;
   /** A node's `pivot:` target (an oscontainer name), if it has one. */
   pivotTarget(node: string): string | undefined;
+  /** Whether a node follows a tag (`follow:`). */
+  follows(node: string): boolean;
+  /** `REPO:TAG`, a repository and tag of the embedded registry. */
+  tagRef(value: YamlValue | null, what: string): string;
   /**
    * What a node may have booted: an oscontainer or image name, `fixture:N` (which defines that image
    * implicitly) or a full pullspec (the oscontainer pulled from it). Anything else is an issue with "did you mean".

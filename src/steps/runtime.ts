@@ -90,4 +90,18 @@ export interface StepRuntime {
    * rebooting); rejects with a StepFailure when the node's update unit failed, or ssh never connected in time.
    */
   requestPivot(node: string, to: string, timeoutMs: number): Promise<void>;
+  /**
+   * Make a running node boot its previous deployment with its driver's rollback tool (src/drivers/rollback.ts),
+   * which reboots it; its cursor moves to the end of its log first. Resolves once the tool wrote the new order;
+   * rejects with a StepFailure when the tool refused (no rollback deployment, a staged one) or ssh never connected.
+   */
+  requestRollback(node: string, timeoutMs: number): Promise<void>;
+  /** Point `ref` (`REPO:TAG`) of the embedded registry at oscontainer `name` (a `tag` step). */
+  tagImage(name: string, ref: string): Promise<void>;
+  /**
+   * Make a running node that follows a tag upgrade to what the tag names now (its driver's upgrade, then a reboot
+   * when it staged a deployment); its cursor moves to the end of its log first. A tag that did not move is reported
+   * as `guest.pivot.skipped`; rejects with a StepFailure when the tool failed or ssh never connected.
+   */
+  requestUpgrade(node: string, timeoutMs: number): Promise<void>;
 }

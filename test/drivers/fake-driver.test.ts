@@ -31,6 +31,8 @@ const fake: DriverDefinition = {
   }),
   secondRequest: (pullspec, quote) => [`fake-pivot ${quote(pullspec)}`],
   noRebootReason: ({ what }) => `${what}: the fake guest never reboots`,
+  rollback: { request: () => ['fake-rollback'], written: /^fake: rolled back$/m },
+  upgrade: { follows: 'tag', request: () => ['fake-upgrade'] },
 };
 (DRIVERS as Record<string, DriverDefinition>).fake = fake;
 const FAKE = 'fake' as PivotDriver;

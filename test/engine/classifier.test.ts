@@ -436,3 +436,18 @@ test("rpm-ostree's same-ref refusal is a refused request, not an update tool err
   ]);
   t.deepEqual(brief(other.events).slice(1), ['failure update tool error']);
 });
+
+test("bootc's unchanged spec is a refused request naming the image asked for; a line that only mentions it is not", (t) => {
+  const image = `10.0.2.2:5000/devpivot/v2@sha256:${'2'.repeat(64)}`;
+  // crates/lib/src/cli.rs:1436 (bootc 534c76ea): the whole line, exit 0
+  t.deepEqual(refusedRequest('Image specification is unchanged.\ndevpivot: nothing was staged; no reboot\n', image), {
+    target: image,
+    reason: 'image specification is unchanged',
+  });
+  t.is(refusedRequest('echo Image specification is unchanged. or not\n', image), undefined);
+  // an upgrade whose tag did not move: bootc cli.rs:1360, rpm-ostree rpmostreed-transaction-types.cxx:1608
+  t.like(refusedRequest('No update available.\n', image), { target: image, reason: 'no update available' });
+  t.like(refusedRequest('Pulling manifest: x\nNo upgrade available.\n', image), { reason: 'no upgrade available' });
+  const { events } = run([{ kind: 'vm.console', node: 'n1', line: 'bootc[300]: Image specification is unchanged.' }]);
+  t.deepEqual(brief(events), ['skipped image specificati']);
+});

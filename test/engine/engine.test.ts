@@ -129,6 +129,24 @@ steps: [up]
   t.is(world.ignition[0]?.image, `10.0.2.2:45679/devpivot/fixture-2@sha256:${'2'.repeat(64)}`);
 });
 
+test('follow: the tag is pointed at the pivot target before Ignition; bootc names the tag, legacy the digest', async (t) => {
+  const { world } = await runText(`nodes:
+  a: { driver: bootc, pivot: v2, follow: os/stream:stable }
+  b: { driver: legacy, pivot: fixture:2, follow: os/old:stable }
+oscontainers:
+  v2: { build: { fixture: 2, format: native } }
+steps: [up]
+`);
+  t.deepEqual(world.tags, [
+    `devpivot/v2@sha256:${'2'.repeat(64)} -> os/stream:stable`,
+    `devpivot/fixture-2@sha256:${'2'.repeat(64)} -> os/old:stable`,
+  ]);
+  t.deepEqual(
+    world.ignition.map((request) => request.image),
+    ['10.0.2.2:45679/os/stream:stable', `10.0.2.2:45680/devpivot/fixture-2@sha256:${'2'.repeat(64)}`],
+  );
+});
+
 test('no mcd node without an mco-image: no MCO image is pushed', async (t) => {
   const { world } = await runText(`nodes:
   c: { driver: mcd, pivot: fixture:2, mco-image: 10.0.2.2:5000/mco@sha256:${'a'.repeat(64)} }

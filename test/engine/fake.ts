@@ -201,6 +201,8 @@ export interface FakeWorld {
   resolves: { ref: string; upstream: string; repository: string; layers: boolean }[];
   /** Repositories the MCO image was pushed to. */
   mcoPushes: string[];
+  /** tagOscontainer calls: `from -> repository:tag`. */
+  tags: string[];
 }
 
 /** Deps whose VM host, registry and builder are fakes; Ignition requests are recorded and echoed as JSON. */
@@ -213,6 +215,7 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
     pulls: [],
     resolves: [],
     mcoPushes: [],
+    tags: [],
     deps: undefined as never,
   };
   const fixture: FixtureArtifacts = {
@@ -246,6 +249,9 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
       world.resolves.push({ ref, upstream, repository, layers });
       const digest = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1] ?? `sha256:${'e'.repeat(64)}`;
       return { digest, commit: COMMITS['2']!, version: '2', format: 'legacy' };
+    },
+    async tagOscontainer({ from, repository, tag }) {
+      world.tags.push(`${from} -> ${repository}:${tag}`);
     },
     async pushMcoImage({ repository }) {
       world.mcoPushes.push(repository);

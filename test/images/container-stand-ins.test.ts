@@ -85,14 +85,15 @@ test.before(async () => {
       '',
     ].join('\n'),
   );
-  for (const name of ['rpm-ostree', 'bootc', 'container-import.sh']) {
+  for (const name of ['rpm-ostree', 'bootc', 'container-import.sh', 'deployment-order.sh']) {
     const text = (await readFile(join(repoRoot, 'images', 'fixture', 'guest', name), 'utf8'))
       .replace('export PATH=/usr/sbin:/usr/bin\n', `export PATH=/usr/sbin:/usr/bin:/bin; . ${join(dir, 'shim.sh')}\n`)
       .replace(/^repo=\/sysroot\/ostree\/repo$/m, `repo=${repo()}`)
       .replace(/^run=\/run\/fixture-rpm-ostree/m, `run=${join(dir, 'run')}`)
       .replace(/^ci_tmp=.*$/m, `ci_tmp=${join(dir, 'import')}`)
       .replaceAll('/ostree/deploy/', `${sysroot()}/ostree/deploy/`)
-      .replace('/usr/lib/fixture/container-import.sh', join(bin, 'container-import.sh'));
+      .replace('/usr/lib/fixture/container-import.sh', join(bin, 'container-import.sh'))
+      .replace('/usr/lib/fixture/deployment-order.sh', join(bin, 'deployment-order.sh'));
     await writeFile(join(bin, name), text);
     await chmod(join(bin, name), 0o755);
   }

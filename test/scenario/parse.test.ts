@@ -262,6 +262,25 @@ const malformed: [string, string, string[]][] = [
     ["5:12: node 'n' has no pivot target (name one: 'pivot: { node, to: NAME }')"],
   ],
   [
+    'rollback before up, of an unknown node, with a bad key',
+    'nodes:\n  n: {}\nsteps:\n  - rollback: n\n  - up\n  - rollback: { node: m }\n  - rollback: { within: 1m, to: x }\n',
+    [
+      "4:5: 'rollback' on node 'n', which is not up at this point (put '- up' (or '- up: [n]') before it)",
+      "6:23: unknown node 'm' (did you mean 'n'?)",
+      "7:29: unknown key 'to' in rollback (expected one of: node, within)",
+    ],
+  ],
+  [
+    'follow without a pivot target, a tag that is not REPO:TAG, an upgrade of a node that follows none',
+    'nodes:\n  a: { follow: os/s:stable }\n  b: { pivot: fixture:2, follow: os/s }\n  c: {}\nsteps:\n  - up\n  - upgrade: c\n  - tag: { oscontainer: fixture:2, as: "os/s:bad tag" }\n',
+    [
+      "2:8: node 'a' follow needs a pivot target (the image the tag names first)",
+      "3:34: node 'b' follow 'os/s' is not REPO:TAG (write REPO:TAG, a repository of the embedded registry and a tag (e.g. os/stream:stable))",
+      "7:14: node 'c' follows no tag (give it 'follow: REPO:TAG' (and a pivot target))",
+      "8:40: tag.as 'os/s:bad tag' is not REPO:TAG (write REPO:TAG, a repository of the embedded registry and a tag (e.g. os/stream:stable))",
+    ],
+  ],
+  [
     'ssh without run, before up, with a bad regex',
     'nodes:\n  n: {}\nsteps:\n  - ssh: { run: uptime }\n  - up\n  - ssh: { node: n }\n  - ssh: { run: uptime, expect: "(" }\n  - ssh: { run: "  " }\n',
     [
