@@ -4,11 +4,13 @@
  */
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
+import { parseLocalSource } from '../oci/local-source.js';
 import type { ImageManifest } from '../oci/manifest.js';
 import { parseReference } from '../oci/reference.js';
 import { type BuildOptions, buildOscontainer, type OscontainerFormat } from './build.js';
 import { copyImage } from './copy.js';
 import { OSTREE_COMMIT_LABEL } from './image.js';
+import { importLocalImage } from './local-image.js';
 import { type LocalImageStore, pushOscontainer, pushToStore } from './push.js';
 import { RegistryClient } from './registry-client.js';
 import { pullScope } from './transport/transport.js';
@@ -68,7 +70,8 @@ export async function buildAndPush(options: BuildAndPushOptions): Promise<Publis
 }
 
 /**
- * Mirror `source` to `target` (a registry reference) and read its oscontainer labels there. Emits copyImage's
+ * Mirror `source` (a registry reference, or a local image: oci/local-source.ts) to `target` (a registry
+ * reference) and read its oscontainer labels there. Emits copyImage's
  * one `image.pulled` (and nothing more of that kind): callers must not emit their own.
  */
 export async function mirrorOscontainer(
@@ -77,7 +80,10 @@ export async function mirrorOscontainer(
   options: { bus?: EventBus; signal?: AbortSignal; env?: NodeJS.ProcessEnv; insecure?: boolean } = {},
 ): Promise<PublishedImage> {
   const dest = parseReference(stripScheme(target));
-  const copied = await copyImage(source, stripScheme(target), options);
+  const local = parseLocalSource(source);
+  const copied = local
+    ? await importLocalImage(local, stripScheme(target), options)
+    : await copyImage(source, stripScheme(target), options);
   const client = new RegistryClient(dest.registry, { signal: options.signal, env: options.env });
   const { image } = await readOscontainer(client, dest.repository, copied.digest, source);
   return { ...image, pinned: `${dest.registry}/${dest.repository}@${copied.digest}` };

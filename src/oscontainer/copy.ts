@@ -12,9 +12,11 @@ import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
 import type { Descriptor } from '../oci/descriptor.js';
 import { digestOf } from '../oci/digest.js';
+import { parseLocalSource } from '../oci/local-source.js';
 import type { ImageIndex, ImageManifest } from '../oci/manifest.js';
 import { isIndexType, MediaType } from '../oci/media-types.js';
 import { type ImageReference, parseReference } from '../oci/reference.js';
+import { type CopySource, layoutSource } from './layout-source.js';
 import { RegistryClient, type RegistryClientOptions } from './registry-client.js';
 
 export interface CopyOptions {
@@ -120,6 +122,23 @@ function layoutSink(dir: string, tag: string | undefined): Sink {
   };
 }
 
+/** A registry repository as a copy source: blobs resume with Range after a broken connection. */
+function registryReader(src: ImageReference, options: CopyOptions): CopySource {
+  const client = new RegistryClient(src.registry, {
+    insecure: options.insecure,
+    env: options.env,
+    signal: options.signal,
+    ...options.source,
+  });
+  return {
+    describe: `${src.registry}/${src.repository}`,
+    top: src.digest ?? src.tag ?? 'latest',
+    getManifest: (reference) => client.getManifest(src.repository, reference),
+    fetchBlob: (descriptor, path, onProgress) =>
+      client.downloadBlob(src.repository, descriptor.digest, descriptor.size, path, onProgress),
+  };
+}
+
 function pickPlatform(index: ImageIndex, source: string): Descriptor {
   const match = index.manifests.find((m) => m.platform?.os === 'linux' && m.platform.architecture === 'amd64');
   if (!match) {
@@ -140,13 +159,13 @@ function pickPlatform(index: ImageIndex, source: string): Descriptor {
  * are downloaded and uploaded.
  */
 export async function copyImage(source: string, destination: string, options: CopyOptions = {}): Promise<CopyResult> {
-  const src = parseReference(source);
-  const srcClient = new RegistryClient(src.registry, {
-    insecure: options.insecure,
-    env: options.env,
-    signal: options.signal,
-    ...options.source,
-  });
+  const local = source.startsWith('oci:') ? parseLocalSource(source) : undefined;
+  // A layout source keeps no registry name: a registry sink mounts nothing and keeps the destination's tag.
+  const src: ImageReference =
+    local?.transport === 'oci'
+      ? { registry: '', repository: '', ...(local.ref ? { tag: local.ref } : {}) }
+      : parseReference(source);
+  const reader = local?.transport === 'oci' ? await layoutSource(local.path, local.ref) : registryReader(src, options);
   let sink: Sink;
   let destTag: string | undefined;
   if (destination.startsWith('oci:')) {
@@ -164,7 +183,7 @@ export async function copyImage(source: string, destination: string, options: Co
   }
   const work = await mkdtemp(join(options.workDir ?? tmpdir(), 'devpivot-pull-'));
   const result: CopyResult = { digest: '', manifests: [], blobsCopied: 0, blobsSkipped: 0 };
-  const ref = `${src.registry}/${src.repository}`;
+  const ref = reader.describe;
   try {
     const copyBlob = async (descriptor: Descriptor) => {
       if (await sink.hasBlob(descriptor.digest)) {
@@ -176,7 +195,7 @@ export async function copyImage(source: string, destination: string, options: Co
         return;
       }
       const path = join(work, descriptor.digest.replace(':', '-'));
-      await srcClient.downloadBlob(src.repository, descriptor.digest, descriptor.size, path, (received) =>
+      await reader.fetchBlob(descriptor, path, (received) =>
         options.bus?.emit({
           kind: 'image.progress',
           ref,
@@ -190,7 +209,7 @@ export async function copyImage(source: string, destination: string, options: Co
       result.blobsCopied++;
     };
     const copyManifest = async (reference: string, top: boolean): Promise<string> => {
-      const fetched = await srcClient.getManifest(src.repository, reference);
+      const fetched = await reader.getManifest(reference);
       const document = JSON.parse(fetched.bytes.toString('utf8')) as ImageManifest | ImageIndex;
       const mediaType = fetched.mediaType || document.mediaType || MediaType.ociManifest;
       if (isIndexType(mediaType) || 'manifests' in document) {
@@ -206,7 +225,7 @@ export async function copyImage(source: string, destination: string, options: Co
       result.manifests.push(fetched.digest);
       return fetched.digest;
     };
-    result.digest = await copyManifest(src.digest ?? src.tag ?? 'latest', true);
+    result.digest = await copyManifest(reader.top, true);
     await sink.finish();
     options.bus?.emit({ kind: 'image.pulled', ref: `${sink.describe}@${result.digest}`, digest: result.digest });
     return result;

@@ -45,8 +45,11 @@ function readOscontainer(
     const problem = referenceProblem(ref);
     if (problem) r.fail(value, `${what}.pull: ${problem.message}`, problem.hint);
     const prefetch = f.has('prefetch') ? r.boolean(f.get('prefetch')!.value, `${what}.prefetch`) : true;
+    const local = r.localSource(value, `${what}.pull`, ref);
+    if (local && !prefetch)
+      r.fail(f.get('prefetch')!.value, `${what}: 'prefetch: false' applies to registry images, not ${ref}`);
     if (!prefetch && registry) onDemandProblem(r, f.get('prefetch')!.value, what, ref, registry);
-    return { kind: 'pull', ref, ...(prefetch ? {} : { prefetch: false as const }) };
+    return { kind: 'pull', ref: local ?? ref, ...(prefetch ? {} : { prefetch: false as const }) };
   }
   return readBuildSource(r, f.get('build')!.value, `${what}.build`);
 }
