@@ -220,6 +220,7 @@ const CATALOG = {
     exitCode: 2,
   },
   LOCAL_IMAGE_COPY: { title: 'skopeo could not copy the local image' },
+  DERIVED_BUILD_FAILED: { title: 'podman could not build or push the derived image' },
   OSTREE_FAILED: { title: 'An ostree command failed' },
   OSTREE_COMMIT_NOT_FOUND: { title: 'No such ostree commit or ref' },
   OSTREE_OBJECT_MISSING: { title: 'An object of the commit is not in the repository' },

@@ -2,7 +2,7 @@
  * Pull / mirror an image between registries (or into an OCI layout directory), preserving digests: manifests
  * are copied byte for byte, blobs are streamed to a temp file with digest verification and resumed with Range
  * after a broken connection, then uploaded (or mounted / skipped when the destination already has them).
- * From an index (manifest list), only linux/amd64 is copied unless `all`.
+ * From an index (manifest list), only the linux/amd64 image (or `platforms`' images) is copied unless `all`.
  */
 import { createReadStream } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -10,18 +10,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
-import type { Descriptor } from '../oci/descriptor.js';
+import type { Descriptor, Platform } from '../oci/descriptor.js';
 import { digestOf } from '../oci/digest.js';
 import { parseLocalSource } from '../oci/local-source.js';
 import type { ImageIndex, ImageManifest } from '../oci/manifest.js';
 import { isIndexType, MediaType } from '../oci/media-types.js';
+import { chooseInstance, formatPlatform, NODE_PLATFORM } from '../oci/platform.js';
 import { type ImageReference, parseReference } from '../oci/reference.js';
 import { type CopySource, layoutSource } from './layout-source.js';
 import { RegistryClient, type RegistryClientOptions } from './registry-client.js';
 
 export interface CopyOptions {
-  /** Copy every platform of an index (default: linux/amd64 only). */
+  /** Copy every platform of an index, and the index (default: the linux/amd64 image only). */
   all?: boolean;
+  /** Without `all`: copy these platforms' images of an index (the first a linux/amd64 node gets names the copy). */
+  platforms?: readonly Platform[];
   /** Plain HTTP for non-loopback registries. */
   insecure?: boolean;
   env?: NodeJS.ProcessEnv;
@@ -139,15 +142,27 @@ function registryReader(src: ImageReference, options: CopyOptions): CopySource {
   };
 }
 
-function pickPlatform(index: ImageIndex, source: string): Descriptor {
-  const match = index.manifests.find((m) => m.platform?.os === 'linux' && m.platform.architecture === 'amd64');
-  if (!match) {
-    const have = index.manifests.map((m) => `${m.platform?.os}/${m.platform?.architecture}`).join(', ');
-    throw new DevpivotError('NO_MATCHING_PLATFORM', `${source} has no linux/amd64 image (it has: ${have || 'none'})`, {
-      hint: 'pass --all to copy every platform',
-    });
+/**
+ * The entries of an index to copy without `all`: those of `platforms`, or the one a linux/amd64 node gets
+ * (oci/platform.ts chooseInstance, as containers/image chooses). The index itself is then not copied: a registry
+ * that checks an index's children (the embedded one, distribution) refuses an index naming some it lacks.
+ */
+function pickPlatforms(index: ImageIndex, source: string, platforms: readonly Platform[] | undefined): Descriptor[] {
+  const wanted = platforms ?? [NODE_PLATFORM];
+  const picked = wanted.map((platform) => chooseInstance(index.manifests, platform));
+  const missing = wanted.filter((_, i) => !picked[i]);
+  if (missing.length > 0) {
+    const have = index.manifests.map((m) => formatPlatform(m.platform)).join(', ');
+    throw new DevpivotError(
+      'NO_MATCHING_PLATFORM',
+      `${source} has no ${missing.map(formatPlatform).join(' or ')} image (it has: ${have || 'none'})`,
+      { hint: platforms ? `name platforms it has (${have})` : 'pass --all to copy every platform' },
+    );
   }
-  return match;
+  // The node's own first, so that it is the one the copy names (result.digest).
+  const unique = [...new Set(picked as Descriptor[])];
+  const node = chooseInstance(unique);
+  return node ? [node, ...unique.filter((entry) => entry !== node)] : unique;
 }
 
 /**
@@ -214,7 +229,11 @@ export async function copyImage(source: string, destination: string, options: Co
       const mediaType = fetched.mediaType || document.mediaType || MediaType.ociManifest;
       if (isIndexType(mediaType) || 'manifests' in document) {
         const index = document as ImageIndex;
-        if (!options.all) return copyManifest(pickPlatform(index, source).digest, top);
+        if (!options.all) {
+          const [first, ...rest] = pickPlatforms(index, source, options.platforms);
+          for (const child of rest) await copyManifest(child.digest, false);
+          return copyManifest(first!.digest, top);
+        }
         for (const child of index.manifests) await copyManifest(child.digest, false);
       } else {
         const manifest = document as ImageManifest;

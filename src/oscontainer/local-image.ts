@@ -140,7 +140,7 @@ export async function importLocalImage(
       });
     for (const line of result.stdout.split('\n').filter((l) => l.startsWith('Copying ')))
       options.bus?.emit({ kind: 'log', level: 'debug', source: 'oscontainer', message: `skopeo: ${line}` });
-    return await copyImage(layout, destination, { ...options, all: true });
+    return await copyImage(layout, destination, options);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
