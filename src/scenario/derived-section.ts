@@ -5,7 +5,6 @@
  * directory. Paths start at the scenario file's directory.
  */
 import { dirname } from 'node:path';
-import type { Node } from 'yaml';
 import type { DocumentReader, MappingFields } from './reader.js';
 import type { OscontainerSource } from './types.js';
 
