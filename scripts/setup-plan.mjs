@@ -45,6 +45,7 @@ export const PACKAGES = {
   uidmap: ['shadow-utils'],
   'fuse-overlayfs': ['fuse-overlayfs'],
   slirp4netns: ['slirp4netns'],
+  zstd: ['zstd'], // zstd layers: the fixture guest's importer decompresses them
 };
 
 /** Where the set-up puts podman's engine settings (containers.conf(5) drop-in: read by root and rootless podman). */

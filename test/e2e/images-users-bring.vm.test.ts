@@ -32,7 +32,8 @@ const lastImage = (events: ScenarioRun['events']) => {
 test.serial(
   'derived-image: v3 = v2 + a /usr file, an /etc file and a whiteout, built by podman, pivoted to',
   async (t) => {
-    const run = await runScenarioCli('derived-image');
+    t.timeout(25 * 60_000); // a podman build, a 61 MB import under TCG, two boots
+    const run = await runScenarioCli('derived-image', { timeoutMs: 24 * 60_000 });
     t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
     t.true(run.steps.includes('✓ ssh node1 expect /derived-files-ok/ within 2m'), run.steps.join('\n'));
     t.deepEqual(bootedVersions(run.events), ['1', '2']);
@@ -52,6 +53,7 @@ test.serial(
 test.serial(
   'multi-arch: up --os-image oci-archive: of a podman-made index; the node boots the amd64 child',
   async (t) => {
+    t.timeout(25 * 60_000);
     const archive = join(dir, 'index.ociarchive');
     const [index, child] = execFileSync(join(repoRoot, 'scripts', 'multi-arch-index.sh'), [archive], {
       encoding: 'utf8',
@@ -63,6 +65,7 @@ test.serial(
     t.not(index, child);
     const run = await runScenarioCli('multi-arch', {
       command: ['up', 'scenarios/multi-arch.yaml', '--os-image', `oci-archive:${archive}`],
+      timeoutMs: 24 * 60_000,
     });
     t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
     t.deepEqual(bootedVersions(run.events), ['1', '2']);
