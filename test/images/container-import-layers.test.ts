@@ -86,6 +86,14 @@ test.after.always(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+/** podman manifest push --all of LIST to the registry as TARGET; the index's digest. */
+async function pushList(list: string, target: string): Promise<string> {
+  const file = join(dir, 'index.digest');
+  const args = ['manifest', 'push', '--all', '--tls-verify=false', '--digestfile', file, list];
+  await execa('podman', [...args, `docker://${registry.address}/${target}`]);
+  return (await readFile(file, 'utf8')).trim();
+}
+
 /** ci_fetch, ci_check_bootable, ci_import of IMAGE into a fresh bare repo; the facts it printed. */
 async function importImage(image: string) {
   const repo = join(dir, `repo-${Math.random().toString(36).slice(2)}`);
@@ -191,18 +199,7 @@ test('a multi-arch index by podman manifest: the linux/amd64 child is imported a
   await execa('podman', ['manifest', 'create', list]);
   await execa('podman', ['manifest', 'add', '--tls-verify=false', list, `docker://${native.pinned}`]);
   await execa('podman', ['manifest', 'add', list, `containers-storage:${arm}`]);
-  const file = join(dir, 'index.digest');
-  await execa('podman', [
-    'manifest',
-    'push',
-    '--all',
-    '--tls-verify=false',
-    '--digestfile',
-    file,
-    list,
-    `docker://${registry.address}/multi:1`,
-  ]);
-  const index = (await readFile(file, 'utf8')).trim();
+  const index = await pushList(list, 'multi:1');
   const run = await importImage(`${registry.address}/multi@${index}`);
   t.is(run.code, 0, run.stderr);
   t.is(run.digest, native.digest, "the child's digest, not the index's");
@@ -212,17 +209,7 @@ test('a multi-arch index by podman manifest: the linux/amd64 child is imported a
   await execa('podman', ['manifest', 'create', armOnly]);
   t.teardown(() => execa('podman', ['manifest', 'rm', armOnly], { reject: false }));
   await execa('podman', ['manifest', 'add', armOnly, `containers-storage:${arm}`]);
-  await execa('podman', [
-    'manifest',
-    'push',
-    '--all',
-    '--tls-verify=false',
-    '--digestfile',
-    file,
-    armOnly,
-    `docker://${registry.address}/multi:arm`,
-  ]);
-  const refused = await importImage(`${registry.address}/multi@${(await readFile(file, 'utf8')).trim()}`);
+  const refused = await importImage(`${registry.address}/multi@${await pushList(armOnly, 'multi:arm')}`);
   t.is(refused.code, 1);
   t.regex(refused.stderr, /no image found in manifest list for architecture "amd64", variant "", OS "linux"/);
 });
