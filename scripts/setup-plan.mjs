@@ -38,7 +38,34 @@ export const PACKAGES = {
   curl: ['curl'],
   'docker-registry': ['docker-distribution'],
   python3: ['python3'],
+  // Local images and derived builds (containers-storage:, podman build): podman as root and rootless.
+  podman: ['podman'],
+  crun: ['crun'],
+  conmon: ['conmon'],
+  uidmap: ['shadow-utils'],
+  'fuse-overlayfs': ['fuse-overlayfs'],
+  slirp4netns: ['slirp4netns'],
+  zstd: ['zstd'], // zstd layers: the fixture guest's importer decompresses them
 };
+
+/** Where the set-up puts podman's engine settings (containers.conf(5) drop-in: read by root and rootless podman). */
+export const PODMAN_CONF = '/etc/containers/containers.conf.d/50-devpivot.conf';
+
+/**
+ * podman's engine settings for a host without systemd: cgroupfs (no systemd to ask for cgroups), events in a
+ * file (no journald), crun. With systemd, podman's defaults (systemd, journald) are right: undefined.
+ */
+export function podmanConfig({ systemd }) {
+  if (systemd) return undefined;
+  return [
+    '# Written by devpivot set-up: this host has no systemd (containers.conf(5)).',
+    '[engine]',
+    'cgroup_manager = "cgroupfs"',
+    'events_logger = "file"',
+    'runtime = "crun"',
+    '',
+  ].join('\n');
+}
 
 export const DEBIAN_PACKAGES = Object.keys(PACKAGES);
 

@@ -2,7 +2,7 @@
 // Set-up for a fresh Debian 12 machine, run before `npm start` and `npm test`. Zero dependencies: it runs before
 // node_modules exists. Idempotent; prints one line per action it takes; quiet and fast when all is in place.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,8 @@ import {
   missingFromDpkg,
   missingFromRpm,
   needsSystemDaemons,
+  PODMAN_CONF,
+  podmanConfig,
   setupUri,
   startDaemonsCommand,
   systemAccessHint,
@@ -214,7 +216,22 @@ function ensureFixtureImages() {
   if (result.status !== 0) fail('building the fixture images failed', 'see the output above; rerun: npm run setup');
 }
 
+/** podman without systemd (root and rootless read the same drop-in): written once, as root. */
+function ensurePodman() {
+  const text = podmanConfig({ systemd: existsSync('/run/systemd/system') });
+  if (!text || !isRoot) return;
+  try {
+    if (readFileSync(PODMAN_CONF, 'utf8') === text) return;
+  } catch {
+    // not written yet
+  }
+  say(`configuring podman for a host without systemd (${PODMAN_CONF})`);
+  mkdirSync(dirname(PODMAN_CONF), { recursive: true });
+  writeFileSync(PODMAN_CONF, text);
+}
+
 await ensurePackages();
+ensurePodman();
 await ensureDaemons();
 await ensureNodeModules();
 ensureBuilt();

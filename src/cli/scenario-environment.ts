@@ -5,6 +5,7 @@
  * checked.
  */
 
+import { localImageProblem } from '../oscontainer/local-image.js';
 import { localEnvironment, type ScenarioEnvironment } from '../scenario/environment.js';
 import { OVMF } from '../vm/domain-xml.js';
 import { ignitionValidator } from './ignition-validator.js';
@@ -20,5 +21,6 @@ export function scenarioEnvironment(uri?: string): ScenarioEnvironment {
     firmwareFiles: local ? { uefi: [OVMF.code, OVMF.varsTemplate] } : {},
     ...(local ? {} : { totalMemoryBytes: Number.POSITIVE_INFINITY }),
     validateIgnition: ignitionValidator,
+    localImageProblem: (source) => localImageProblem(source),
   });
 }

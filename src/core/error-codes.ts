@@ -212,6 +212,19 @@ const CATALOG = {
     title: 'The image index has no linux/amd64 image',
     hint: 'pass --all to copy every platform',
   },
+  // Images on this machine (containers-storage:, oci-archive:, oci:)
+  LOCAL_IMAGE_NOT_FOUND: {
+    title: 'The local image (podman storage, OCI archive or layout) does not exist',
+    hint: 'check the name (podman images) or the path',
+    exitCode: 2,
+  },
+  LOCAL_IMAGE_AMBIGUOUS: {
+    title: 'The OCI archive or layout holds several images and the source names none of them',
+    hint: 'add :REF naming one of them',
+    exitCode: 2,
+  },
+  LOCAL_IMAGE_COPY: { title: 'skopeo could not copy the local image' },
+  DERIVED_BUILD_FAILED: { title: 'podman could not build or push the derived image' },
   OSTREE_FAILED: { title: 'An ostree command failed' },
   OSTREE_COMMIT_NOT_FOUND: { title: 'No such ostree commit or ref' },
   OSTREE_OBJECT_MISSING: { title: 'An object of the commit is not in the repository' },

@@ -50,6 +50,11 @@ export interface PushedImage {
    * `commit`: nodes are matched to it by `digest` (docs/PROTOCOLS.md, rpm-ostree "On-disk effects and identity").
    */
   format?: 'legacy' | 'native';
+  /**
+   * When `digest` names an index: its linux/amd64 image's digest (oci/platform.ts), which a booted native node
+   * reports (bootc and rpm-ostree store the image they pulled, the child), so nodes are matched to it.
+   */
+  instance?: string;
 }
 
 export interface BuildOscontainerOptions {
@@ -64,11 +69,25 @@ export interface BuildOscontainerOptions {
   signal: AbortSignal;
 }
 
+export interface BuildDerivedOptions {
+  /** The Containerfile (`ARG BASE`, `FROM $BASE`) and its build context. */
+  containerfile: string;
+  context: string;
+  /** The base as this host pulls it: `127.0.0.1:PORT/repo@sha256:…`. */
+  base: string;
+  registry: string;
+  repository: string;
+  bus: EventBus;
+  signal: AbortSignal;
+}
+
 export interface PullOscontainerOptions {
   /** Where the image is now, e.g. quay.io/org/os@sha256:... */
   ref: string;
   registry: string;
   repository: string;
+  /** Of an index, only these platforms' images (`os/arch[/variant]`); without, the whole index. */
+  platforms?: readonly string[];
   bus: EventBus;
   signal: AbortSignal;
 }
@@ -129,6 +148,8 @@ export interface Deps {
   startRegistry(options: LoopbackRegistryOptions): Promise<RegistryHandle>;
   buildOscontainer(options: BuildOscontainerOptions): Promise<PushedImage>;
   pullOscontainer(options: PullOscontainerOptions): Promise<PushedImage>;
+  /** podman build of a derived image FROM an oscontainer of the run, pushed to the run's registry. */
+  buildDerived(options: BuildDerivedOptions): Promise<PushedImage>;
   /**
    * Mirror mode with an upstream: the digest and labels of an upstream image, read through the embedded registry's
    * pull-through cache, with its layers (a `pull:`) or without them (`prefetch: false`: they reach the cache when a

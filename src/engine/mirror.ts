@@ -4,6 +4,7 @@
  * from the upstream when one is set (the upstream serves the same repository paths), and named in the guest by its
  * upstream name, by digest: the guest's registries.conf.d drop-in sends that digest pull to the embedded registry.
  */
+import { parseLocalSource } from '../oci/local-source.js';
 import { parseReference } from '../oci/reference.js';
 import { coveringPrefix } from '../scenario/mirror-prefix.js';
 import type { MirrorSpec } from '../scenario/types.js';
@@ -18,7 +19,8 @@ export interface MirroredPull {
 }
 
 export function mirroredPull(mirror: MirrorSpec | undefined, ref: string): MirroredPull | undefined {
-  if (!mirror) return undefined;
+  // A local image has no registry name to mirror: it is copied into the embedded registry as it is.
+  if (!mirror || parseLocalSource(ref)) return undefined;
   const parsed = parseReference(ref);
   const name = `${parsed.registry}/${parsed.repository}`;
   const prefix = coveringPrefix(mirror.prefixes, name);

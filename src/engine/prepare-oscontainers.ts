@@ -63,6 +63,19 @@ export async function oscontainer(
             bus,
             signal,
           });
+        case 'build-containerfile': {
+          // The scenario reader made sure `from` is defined above this one: prepare has it already.
+          const base = world.images.get(source.from)!;
+          return deps.buildDerived({
+            containerfile: source.containerfile,
+            context: source.context,
+            base: `${new URL(registry).host}/${repositoryName(source.from)}@${base.instance ?? base.digest}`,
+            registry,
+            repository,
+            bus,
+            signal,
+          });
+        }
         case 'pull': {
           const scenarioRegistry = context.scenario.registry;
           const mirrored = mirroredPull(
@@ -96,6 +109,7 @@ export async function oscontainer(
             ref: mirrored?.source ?? source.ref,
             registry,
             repository: mirrored?.repository ?? repository,
+            ...(source.platforms ? { platforms: source.platforms } : {}),
             bus,
             signal,
           });

@@ -2,9 +2,11 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildFixture, defaultRecipeDir } from '../fixture/fixture.js';
 import { generateIgnition } from '../ignition/index.js';
+import { parsePlatform } from '../oci/platform.js';
 import { builderFingerprint } from '../oscontainer/builder-fingerprint.js';
 import {
   buildAndPush,
+  buildDerivedImage,
   buildMcoImage,
   copyImage,
   mirrorOscontainer,
@@ -82,17 +84,27 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       return result;
     },
 
-    async pullOscontainer({ ref, registry, repository, bus, signal }) {
+    async pullOscontainer({ ref, registry, repository, platforms, bus, signal }) {
       // copyImage (inside) emits image.pulled; the labels are read back from our registry.
-      const { digest, commit, version, format } = await mirrorOscontainer(
+      const { digest, commit, version, format, instance } = await mirrorOscontainer(
         ref,
         `${new URL(registry).host}/${repository}:latest`,
-        {
-          bus,
-          signal,
-          env,
-        },
+        { bus, signal, env, ...(platforms ? { platforms: platforms.map((p) => parsePlatform(p)!) } : {}) },
       );
+      return { digest, commit, version, format, ...(instance ? { instance } : {}) };
+    },
+
+    async buildDerived({ containerfile, context, base, registry, repository, bus, signal }) {
+      const image = await buildDerivedImage({
+        containerfile,
+        context,
+        base,
+        target: `${new URL(registry).host}/${repository}:latest`,
+        bus,
+        signal,
+        env,
+      });
+      const { digest, commit, version, format } = image;
       return { digest, commit, version, format };
     },
 

@@ -128,7 +128,7 @@ export class EngineRuntime implements StepRuntime {
 
   digestOf(name: string): string | undefined {
     const image = this.world.images.get(name);
-    return image?.format === 'native' ? image.digest : undefined;
+    return image?.format === 'native' ? (image.instance ?? image.digest) : undefined;
   }
 
   boots(node: string): readonly { version: string; commit: string; image?: string }[] {

@@ -4,6 +4,7 @@
  */
 import type { EventBus } from '../core/bus.js';
 import type { DriverDefinition } from '../drivers/index.js';
+import { localRepository, parseLocalSource } from '../oci/local-source.js';
 import { parseReference } from '../oci/reference.js';
 import { looksLikePullspec } from '../scenario/pullspec.js';
 import type { NodeDef, Scenario } from '../scenario/types.js';
@@ -92,6 +93,8 @@ export interface PreparedNode {
  * pullspec keeps its repository path: `127.0.0.1:5000/os/rhcos@sha256:…` -> devpivot/os/rhcos.
  */
 export function repositoryName(name: string): string {
+  const local = parseLocalSource(name);
+  if (local) return `devpivot/${localRepository(local)}`;
   if (looksLikePullspec(name)) return `devpivot/${parseReference(name).repository}`;
   return `devpivot/${name
     .toLowerCase()

@@ -4,11 +4,16 @@
  */
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
-import type { ImageManifest } from '../oci/manifest.js';
+import type { Platform } from '../oci/descriptor.js';
+import { parseLocalSource } from '../oci/local-source.js';
+import type { ImageIndex, ImageManifest } from '../oci/manifest.js';
+import { chooseInstance, formatPlatform } from '../oci/platform.js';
 import { parseReference } from '../oci/reference.js';
 import { type BuildOptions, buildOscontainer, type OscontainerFormat } from './build.js';
 import { copyImage } from './copy.js';
+import { buildDerived, type DerivedBuild } from './derived.js';
 import { OSTREE_COMMIT_LABEL } from './image.js';
+import { importLocalImage } from './local-image.js';
 import { type LocalImageStore, pushOscontainer, pushToStore } from './push.js';
 import { RegistryClient } from './registry-client.js';
 import { pullScope } from './transport/transport.js';
@@ -24,6 +29,11 @@ export interface PublishedImage {
   version: string;
   /** `native` when the image has ostree-ext's bootable label key (what rpm-ostree and bootc require). */
   format: OscontainerFormat;
+  /**
+   * When `digest` names an index: the digest of its image for a linux/amd64 node (oci/platform.ts), the one
+   * bootc and rpm-ostree store and report once booted; its labels are those above.
+   */
+  instance?: string;
 }
 
 export interface BuildAndPushOptions extends Omit<BuildOptions, 'ref' | 'bus' | 'signal'> {
@@ -68,19 +78,45 @@ export async function buildAndPush(options: BuildAndPushOptions): Promise<Publis
 }
 
 /**
- * Mirror `source` to `target` (a registry reference) and read its oscontainer labels there. Emits copyImage's
+ * Mirror `source` (a registry reference, or a local image: oci/local-source.ts) to `target` (a registry
+ * reference) and read its oscontainer labels there. Emits copyImage's
  * one `image.pulled` (and nothing more of that kind): callers must not emit their own.
  */
 export async function mirrorOscontainer(
   source: string,
   target: string,
-  options: { bus?: EventBus; signal?: AbortSignal; env?: NodeJS.ProcessEnv; insecure?: boolean } = {},
+  options: {
+    bus?: EventBus;
+    signal?: AbortSignal;
+    env?: NodeJS.ProcessEnv;
+    insecure?: boolean;
+    platforms?: readonly Platform[];
+  } = {},
 ): Promise<PublishedImage> {
   const dest = parseReference(stripScheme(target));
-  const copied = await copyImage(source, stripScheme(target), options);
+  const local = parseLocalSource(source);
+  // An index is mirrored whole, every digest kept (skopeo copy --all), unless only some platforms are wanted.
+  const copy = { ...options, all: !options.platforms };
+  const copied = local
+    ? await importLocalImage(local, stripScheme(target), copy)
+    : await copyImage(source, stripScheme(target), copy);
   const client = new RegistryClient(dest.registry, { signal: options.signal, env: options.env });
   const { image } = await readOscontainer(client, dest.repository, copied.digest, source);
   return { ...image, pinned: `${dest.registry}/${dest.repository}@${copied.digest}` };
+}
+
+/**
+ * Build a derived image with podman (derived.ts) from `base` (pinned by digest), push it to `target` (a registry
+ * reference), and read its labels there: a derived bootable image keeps its base's.
+ */
+export async function buildDerivedImage(options: DerivedBuild): Promise<PublishedImage> {
+  const dest = parseReference(stripScheme(options.target));
+  const digest = await buildDerived({ ...options, target: stripScheme(options.target) });
+  const client = new RegistryClient(dest.registry, { signal: options.signal, env: options.env });
+  const { image } = await readOscontainer(client, dest.repository, digest, options.containerfile);
+  const pinned = `${dest.registry}/${dest.repository}@${digest}`;
+  options.bus?.emit({ kind: 'image.pushed', ref: pinned, digest });
+  return { ...image, pinned };
 }
 
 /**
@@ -139,14 +175,22 @@ async function readOscontainer(
   digest: string,
   source: string,
 ): Promise<{ image: Omit<PublishedImage, 'pinned'>; manifest: ImageManifest }> {
-  const manifest = JSON.parse((await client.getManifest(repository, digest)).bytes.toString('utf8')) as
+  const top = JSON.parse((await client.getManifest(repository, digest)).bytes.toString('utf8')) as
     | ImageManifest
-    | { manifests: unknown[] };
-  if (!('config' in manifest)) {
-    throw new DevpivotError('NOT_AN_OSCONTAINER', `${source} is a multi-image index, not one oscontainer`, {
-      hint: 'reference the linux/amd64 image by digest',
-    });
-  }
+    | ImageIndex;
+  let manifest: ImageManifest;
+  let instance: string | undefined;
+  if ('manifests' in top) {
+    const entry = chooseInstance(top.manifests);
+    if (!entry)
+      throw new DevpivotError(
+        'NO_MATCHING_PLATFORM',
+        `${source} is an index without a linux/amd64 image (it has: ${top.manifests.map((m) => formatPlatform(m.platform)).join(', ') || 'none'})`,
+        { hint: 'nodes are x86_64: the index needs a linux/amd64 image' },
+      );
+    instance = entry.digest;
+    manifest = JSON.parse((await client.getManifest(repository, instance)).bytes.toString('utf8')) as ImageManifest;
+  } else manifest = top;
   const config = JSON.parse((await client.getBlob(repository, manifest.config.digest)).toString('utf8')) as {
     config?: { Labels?: Record<string, string> };
   };
@@ -165,6 +209,7 @@ async function readOscontainer(
     version: labels.version ?? labels['org.opencontainers.image.version'] ?? '',
     // ostree-ext's importer tests the label keys only (store.rs, bootc-dev/bootc 534c76ea).
     format: 'ostree.bootable' in labels || 'containers.bootc' in labels ? 'native' : 'legacy',
+    ...(instance ? { instance } : {}),
   };
   return { image, manifest };
 }

@@ -2,7 +2,7 @@
  * Pull / mirror an image between registries (or into an OCI layout directory), preserving digests: manifests
  * are copied byte for byte, blobs are streamed to a temp file with digest verification and resumed with Range
  * after a broken connection, then uploaded (or mounted / skipped when the destination already has them).
- * From an index (manifest list), only linux/amd64 is copied unless `all`.
+ * From an index (manifest list), only the linux/amd64 image (or `platforms`' images) is copied unless `all`.
  */
 import { createReadStream } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -10,16 +10,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
-import type { Descriptor } from '../oci/descriptor.js';
+import type { Descriptor, Platform } from '../oci/descriptor.js';
 import { digestOf } from '../oci/digest.js';
+import { parseLocalSource } from '../oci/local-source.js';
 import type { ImageIndex, ImageManifest } from '../oci/manifest.js';
 import { isIndexType, MediaType } from '../oci/media-types.js';
+import { chooseInstance, formatPlatform, NODE_PLATFORM } from '../oci/platform.js';
 import { type ImageReference, parseReference } from '../oci/reference.js';
+import { type CopySource, layoutSource } from './layout-source.js';
 import { RegistryClient, type RegistryClientOptions } from './registry-client.js';
 
 export interface CopyOptions {
-  /** Copy every platform of an index (default: linux/amd64 only). */
+  /** Copy every platform of an index, and the index (default: the linux/amd64 image only). */
   all?: boolean;
+  /** Without `all`: copy these platforms' images of an index (the first a linux/amd64 node gets names the copy). */
+  platforms?: readonly Platform[];
   /** Plain HTTP for non-loopback registries. */
   insecure?: boolean;
   env?: NodeJS.ProcessEnv;
@@ -120,15 +125,44 @@ function layoutSink(dir: string, tag: string | undefined): Sink {
   };
 }
 
-function pickPlatform(index: ImageIndex, source: string): Descriptor {
-  const match = index.manifests.find((m) => m.platform?.os === 'linux' && m.platform.architecture === 'amd64');
-  if (!match) {
-    const have = index.manifests.map((m) => `${m.platform?.os}/${m.platform?.architecture}`).join(', ');
-    throw new DevpivotError('NO_MATCHING_PLATFORM', `${source} has no linux/amd64 image (it has: ${have || 'none'})`, {
-      hint: 'pass --all to copy every platform',
-    });
+/** A registry repository as a copy source: blobs resume with Range after a broken connection. */
+function registryReader(src: ImageReference, options: CopyOptions): CopySource {
+  const client = new RegistryClient(src.registry, {
+    insecure: options.insecure,
+    env: options.env,
+    signal: options.signal,
+    ...options.source,
+  });
+  return {
+    describe: `${src.registry}/${src.repository}`,
+    top: src.digest ?? src.tag ?? 'latest',
+    getManifest: (reference) => client.getManifest(src.repository, reference),
+    fetchBlob: (descriptor, path, onProgress) =>
+      client.downloadBlob(src.repository, descriptor.digest, descriptor.size, path, onProgress),
+  };
+}
+
+/**
+ * The entries of an index to copy without `all`: those of `platforms`, or the one a linux/amd64 node gets
+ * (oci/platform.ts chooseInstance, as containers/image chooses). The index itself is then not copied: a registry
+ * that checks an index's children (the embedded one, distribution) refuses an index naming some it lacks.
+ */
+function pickPlatforms(index: ImageIndex, source: string, platforms: readonly Platform[] | undefined): Descriptor[] {
+  const wanted = platforms ?? [NODE_PLATFORM];
+  const picked = wanted.map((platform) => chooseInstance(index.manifests, platform));
+  const missing = wanted.filter((_, i) => !picked[i]);
+  if (missing.length > 0) {
+    const have = index.manifests.map((m) => formatPlatform(m.platform)).join(', ');
+    throw new DevpivotError(
+      'NO_MATCHING_PLATFORM',
+      `${source} has no ${missing.map(formatPlatform).join(' or ')} image (it has: ${have || 'none'})`,
+      { hint: platforms ? `name platforms it has (${have})` : 'pass --all to copy every platform' },
+    );
   }
-  return match;
+  // The node's own first, so that it is the one the copy names (result.digest).
+  const unique = [...new Set(picked as Descriptor[])];
+  const node = chooseInstance(unique);
+  return node ? [node, ...unique.filter((entry) => entry !== node)] : unique;
 }
 
 /**
@@ -140,13 +174,13 @@ function pickPlatform(index: ImageIndex, source: string): Descriptor {
  * are downloaded and uploaded.
  */
 export async function copyImage(source: string, destination: string, options: CopyOptions = {}): Promise<CopyResult> {
-  const src = parseReference(source);
-  const srcClient = new RegistryClient(src.registry, {
-    insecure: options.insecure,
-    env: options.env,
-    signal: options.signal,
-    ...options.source,
-  });
+  const local = source.startsWith('oci:') ? parseLocalSource(source) : undefined;
+  // A layout source keeps no registry name: a registry sink mounts nothing and keeps the destination's tag.
+  const src: ImageReference =
+    local?.transport === 'oci'
+      ? { registry: '', repository: '', ...(local.ref ? { tag: local.ref } : {}) }
+      : parseReference(source);
+  const reader = local?.transport === 'oci' ? await layoutSource(local.path, local.ref) : registryReader(src, options);
   let sink: Sink;
   let destTag: string | undefined;
   if (destination.startsWith('oci:')) {
@@ -164,7 +198,7 @@ export async function copyImage(source: string, destination: string, options: Co
   }
   const work = await mkdtemp(join(options.workDir ?? tmpdir(), 'devpivot-pull-'));
   const result: CopyResult = { digest: '', manifests: [], blobsCopied: 0, blobsSkipped: 0 };
-  const ref = `${src.registry}/${src.repository}`;
+  const ref = reader.describe;
   try {
     const copyBlob = async (descriptor: Descriptor) => {
       if (await sink.hasBlob(descriptor.digest)) {
@@ -176,7 +210,7 @@ export async function copyImage(source: string, destination: string, options: Co
         return;
       }
       const path = join(work, descriptor.digest.replace(':', '-'));
-      await srcClient.downloadBlob(src.repository, descriptor.digest, descriptor.size, path, (received) =>
+      await reader.fetchBlob(descriptor, path, (received) =>
         options.bus?.emit({
           kind: 'image.progress',
           ref,
@@ -190,12 +224,16 @@ export async function copyImage(source: string, destination: string, options: Co
       result.blobsCopied++;
     };
     const copyManifest = async (reference: string, top: boolean): Promise<string> => {
-      const fetched = await srcClient.getManifest(src.repository, reference);
+      const fetched = await reader.getManifest(reference);
       const document = JSON.parse(fetched.bytes.toString('utf8')) as ImageManifest | ImageIndex;
       const mediaType = fetched.mediaType || document.mediaType || MediaType.ociManifest;
       if (isIndexType(mediaType) || 'manifests' in document) {
         const index = document as ImageIndex;
-        if (!options.all) return copyManifest(pickPlatform(index, source).digest, top);
+        if (!options.all) {
+          const [first, ...rest] = pickPlatforms(index, source, options.platforms);
+          for (const child of rest) await copyManifest(child.digest, false);
+          return copyManifest(first!.digest, top);
+        }
         for (const child of index.manifests) await copyManifest(child.digest, false);
       } else {
         const manifest = document as ImageManifest;
@@ -206,7 +244,7 @@ export async function copyImage(source: string, destination: string, options: Co
       result.manifests.push(fetched.digest);
       return fetched.digest;
     };
-    result.digest = await copyManifest(src.digest ?? src.tag ?? 'latest', true);
+    result.digest = await copyManifest(reader.top, true);
     await sink.finish();
     options.bus?.emit({ kind: 'image.pulled', ref: `${sink.describe}@${result.digest}`, digest: result.digest });
     return result;

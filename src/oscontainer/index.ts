@@ -5,6 +5,7 @@ export { byDigest, formatReference, type ImageReference, parseReference } from '
 export {
   type BuildAndPushOptions,
   buildAndPush,
+  buildDerivedImage,
   mirrorOscontainer,
   type PublishedImage,
   resolveThroughCache,

@@ -20,6 +20,7 @@ export function formatOf(source: OscontainerSource): OscontainerFormat | undefin
     case 'build-rootfs':
       return source.format ?? 'legacy';
     case 'pull':
+    case 'build-containerfile':
       return undefined;
   }
 }

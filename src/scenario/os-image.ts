@@ -7,16 +7,22 @@
  */
 import { isMap, isScalar, isSeq, type Node, parseDocument, type Scalar } from 'yaml';
 import { UsageError } from '../core/errors.js';
+import { formatLocalSource, parseLocalSource, resolveLocalSource } from '../oci/local-source.js';
 import { fullPullspecProblem } from './pullspec.js';
 
 /** Keys of a step's body that name a pivot target or what was booted. */
 const STEP_TARGET_KEYS = ['booted', 'to'];
 
-/** Check `--os-image` before anything starts: a full pullspec, else a usage error (exit status 2). */
+/**
+ * Check `--os-image` before anything starts: a full pullspec or a local image (oci/local-source.ts), else a usage
+ * error (exit status 2).
+ */
 export function checkOsImage(pullspec: string): string {
   const problem = fullPullspecProblem(pullspec);
   if (problem) throw new UsageError(`--os-image: ${problem.message}`, problem.hint, 'BAD_REFERENCE');
-  return pullspec;
+  // A local path is the caller's, relative to where they are (the scenario file may be elsewhere).
+  const local = parseLocalSource(pullspec);
+  return local ? formatLocalSource(resolveLocalSource(local, process.cwd())) : pullspec;
 }
 
 /**

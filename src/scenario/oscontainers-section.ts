@@ -1,7 +1,9 @@
 /** `oscontainers:`: the images nodes pivot to, by name (built from the fixture, an ostree commit or a rootfs; or pulled). */
 import { join } from 'node:path';
-import { isScalar, type Node } from 'yaml';
+import { isScalar, isSeq, type Node } from 'yaml';
+import { parsePlatform } from '../oci/platform.js';
 import { parseReference } from '../oci/reference.js';
+import { DERIVED_FIELDS, readDerived } from './derived-section.js';
 import { describeKind } from './images-section.js';
 import { coveringPrefix } from './mirror-prefix.js';
 import { referenceProblem } from './pullspec.js';
@@ -23,7 +25,7 @@ export function readOscontainers(
       if (isScalar(pair.key)) r.broken.add(String(pair.key.value));
       const name = r.name(pair.key as Node, 'oscontainer name');
       r.broken.add(name);
-      out.set(name, readOscontainer(r, pair.value as Node | null, `oscontainer '${name}'`, registry));
+      out.set(name, readOscontainer(r, pair.value as Node | null, `oscontainer '${name}'`, registry, out));
       r.broken.delete(name);
     });
   }
@@ -34,21 +36,50 @@ function readOscontainer(
   node: Node | null,
   what: string,
   registry: RegistrySpec | undefined,
+  defined: Map<string, OscontainerSource>,
 ): OscontainerSource {
   if (isScalar(node)) return readBuildSource(r, node, what);
-  const f = r.fields(node, what, ['build', 'pull', 'prefetch']);
-  if (f.has('build') === f.has('pull')) r.fail(node, `${what} needs exactly one of 'build' or 'pull'`);
+  const f = r.fields(node, what, ['build', 'pull', 'prefetch', 'platforms', ...DERIVED_FIELDS]);
+  const forms = ['build', 'pull', 'containerfile'].filter((key) => f.has(key));
+  if (forms.length !== 1) r.fail(node, `${what} needs exactly one of 'build', 'pull' or 'containerfile'`);
+  for (const key of ['from', 'context'])
+    if (f.has(key) && !f.has('containerfile'))
+      r.fail(f.get(key)!.key, `${what}: '${key}' applies to 'containerfile' only`);
+  if (f.has('containerfile')) return readDerived(r, f, what, defined);
   if (f.has('prefetch') && !f.has('pull')) r.fail(f.get('prefetch')!.key, `${what}: 'prefetch' applies to 'pull' only`);
+  if (f.has('platforms') && !f.has('pull'))
+    r.fail(f.get('platforms')!.key, `${what}: 'platforms' applies to 'pull' only`);
   if (f.has('pull')) {
     const value = f.get('pull')!.value;
     const ref = r.string(value, `${what}.pull`);
     const problem = referenceProblem(ref);
     if (problem) r.fail(value, `${what}.pull: ${problem.message}`, problem.hint);
     const prefetch = f.has('prefetch') ? r.boolean(f.get('prefetch')!.value, `${what}.prefetch`) : true;
+    const local = r.localSource(value, `${what}.pull`, ref);
+    if (local && !prefetch)
+      r.fail(f.get('prefetch')!.value, `${what}: 'prefetch: false' applies to registry images, not ${ref}`);
     if (!prefetch && registry) onDemandProblem(r, f.get('prefetch')!.value, what, ref, registry);
-    return { kind: 'pull', ref, ...(prefetch ? {} : { prefetch: false as const }) };
+    const platforms = f.has('platforms') ? readPlatforms(r, f.get('platforms')!.value, `${what}.platforms`) : undefined;
+    return {
+      kind: 'pull',
+      ref: local ?? ref,
+      ...(prefetch ? {} : { prefetch: false as const }),
+      ...(platforms ? { platforms } : {}),
+    };
   }
   return readBuildSource(r, f.get('build')!.value, `${what}.build`);
+}
+
+/** `platforms: [linux/amd64, …]`: which images of an index to copy (os/architecture[/variant], at least one). */
+function readPlatforms(r: DocumentReader, node: Node | null, what: string): string[] {
+  if (!isSeq(node) || node.items.length === 0)
+    r.fail(node, `${what} must be a list of platforms`, 'like [linux/amd64] or [linux/amd64, linux/arm64/v8]');
+  return node.items.map((item) => {
+    const text = r.string(item as Node, what);
+    if (!parsePlatform(text))
+      r.fail(item as Node, `${what}: '${text}' is not a platform`, 'write os/architecture[/variant], like linux/amd64');
+    return text;
+  });
 }
 
 /**

@@ -5,6 +5,7 @@
  * that it can never be mistaken for an oscontainer name.
  */
 import { isSha256Digest } from '../oci/digest.js';
+import { parseLocalSource } from '../oci/local-source.js';
 import { parseReference } from '../oci/reference.js';
 
 export interface PullspecProblem {
@@ -14,13 +15,24 @@ export interface PullspecProblem {
 
 const HINT = 'like quay.io/org/os@sha256:<64 hex> or host:port/repo:tag';
 
-/** A pivot target meant as a pullspec rather than an oscontainer name (names have neither '/' nor '@'). */
+/**
+ * A pivot target meant as a pullspec rather than an oscontainer name (names have neither '/' nor '@', nor a
+ * local image's transport: `containers-storage:`, `oci-archive:`, `oci:`).
+ */
 export function looksLikePullspec(text: string): boolean {
-  return text.includes('/') || text.includes('@');
+  return text.includes('/') || text.includes('@') || parseLocalSource(text) !== undefined;
 }
 
 /** What is wrong with `text` as an image reference to pull, or undefined when it is one. */
 export function referenceProblem(text: string): PullspecProblem | undefined {
+  const local = parseLocalSource(text);
+  if (local)
+    return (local.transport === 'containers-storage' ? local.image : local.path)
+      ? undefined
+      : {
+          message: `'${text}' names no image`,
+          hint: 'write containers-storage:IMAGE, oci-archive:PATH[:REF] or oci:DIR[:REF]',
+        };
   let digest: string | undefined;
   try {
     digest = parseReference(text).digest;
@@ -35,7 +47,7 @@ export function referenceProblem(text: string): PullspecProblem | undefined {
 /** What is wrong with `text` as a full pullspec (a pivot target, `--os-image`), or undefined when it is one. */
 export function fullPullspecProblem(text: string): PullspecProblem | undefined {
   const problem = referenceProblem(text);
-  if (problem) return problem;
+  if (problem || parseLocalSource(text)) return problem;
   const bare = text.startsWith('docker://') ? text.slice('docker://'.length) : text;
   const first = bare.includes('/') ? bare.slice(0, bare.indexOf('/')) : '';
   // oci/reference.ts's rule for a registry host: a dot, a port, or localhost.

@@ -7,6 +7,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { isMap, isScalar, isSeq, type Node, type Pair, Scalar, type YAMLMap } from 'yaml';
 import { MAX_ID_LENGTH, validName } from '../core/names.js';
 import { closest } from '../core/suggest.js';
+import { formatLocalSource, parseLocalSource, resolveLocalSource } from '../oci/local-source.js';
 import type { Position } from '../steps/reader.js';
 import { formatDuration, MAX_TIMER_MS, parseDuration } from '../steps/units.js';
 import type { ScenarioEnvironment } from './environment.js';
@@ -207,8 +208,21 @@ export class DocumentReader {
       return this.ref(node, what, oscontainers, (version) => ({ kind: 'build-fixture', version }));
     const problem = fullPullspecProblem(text);
     if (problem) this.fail(node, `${what}: ${problem.message}`, problem.hint);
-    oscontainers.set(text, { kind: 'pull', ref: text });
+    oscontainers.set(text, { kind: 'pull', ref: this.localSource(node, what, text) ?? text });
     return text;
+  }
+
+  /**
+   * A local image source (`containers-storage:`, `oci-archive:`, `oci:`), its path made absolute against the
+   * scenario's directory and checked now; undefined when `text` names a registry image.
+   */
+  localSource(node: Node | null, what: string, text: string): string | undefined {
+    const parsed = parseLocalSource(text);
+    if (!parsed) return undefined;
+    const source = resolveLocalSource(parsed, this.baseDir);
+    const problem = this.env.localImageProblem?.(source);
+    if (problem) this.fail(node, `${what}: ${problem.message}`, problem.hint);
+    return formatLocalSource(source);
   }
 
   /** `fixture:N` used directly as a reference registers an implicit image / oscontainer of that name. */

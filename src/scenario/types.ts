@@ -18,8 +18,10 @@ export type OscontainerSource =
   | { kind: 'build-fixture'; version: string; format?: OscontainerFormat }
   | { kind: 'build-ostree'; repo: string; commit: string; format?: OscontainerFormat }
   | { kind: 'build-rootfs'; rootfs: string; version?: string; format?: OscontainerFormat }
+  /** Built by podman from a Containerfile `FROM $BASE`, BASE being oscontainer `from` (scenario/derived-section.ts). */
+  | { kind: 'build-containerfile'; containerfile: string; context: string; from: string }
   /** `prefetch: false` (mirror mode with an upstream): not copied ahead; the nodes pull it through the cache. */
-  | { kind: 'pull'; ref: string; prefetch?: false };
+  | { kind: 'pull'; ref: string; prefetch?: false; platforms?: string[] };
 
 /** Mirror mode (docs/PROTOCOLS.md "Mirror mode"): guests keep upstream pullspecs under these prefixes. */
 export interface MirrorSpec {

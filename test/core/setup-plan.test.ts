@@ -20,6 +20,7 @@ interface Plan {
   needsSystemDaemons(uri: string): boolean;
   startDaemonsCommand(o: { systemd: boolean; root: boolean }): string;
   systemAccessHint(user: string, why: string, inGroup: boolean): string;
+  podmanConfig(o: { systemd: boolean }): string | undefined;
 }
 const load = () => import(`${repoRoot}scripts/setup-plan.mjs`) as Promise<Plan>;
 
@@ -108,4 +109,13 @@ test("README's one-time install command names exactly the set-up's packages", as
   const command = /sudo apt-get install -y --no-install-recommends ([^`]*?)\nnpm start/.exec(readme)?.[1];
   t.truthy(command, 'the command in "As a normal user"');
   t.deepEqual((command ?? '').replace(/\\\n/g, ' ').trim().split(/\s+/), DEBIAN_PACKAGES);
+});
+
+test('podman without systemd: cgroupfs, events in a file, crun; with systemd, podman keeps its defaults', async (t) => {
+  const { podmanConfig } = await load();
+  const text = podmanConfig({ systemd: false }) ?? '';
+  t.regex(text, /^\[engine\]$/m);
+  t.regex(text, /^cgroup_manager = "cgroupfs"$/m);
+  t.regex(text, /^events_logger = "file"$/m);
+  t.is(podmanConfig({ systemd: true }), undefined);
 });

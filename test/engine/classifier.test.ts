@@ -451,3 +451,16 @@ test("bootc's unchanged spec is a refused request naming the image asked for; a 
   const { events } = run([{ kind: 'vm.console', node: 'n1', line: 'bootc[300]: Image specification is unchanged.' }]);
   t.deepEqual(brief(events), ['skipped image specificati']);
 });
+
+test("bootc refusing a layer media type it cannot read is the guest's own error, reported as it printed it", (t) => {
+  // The fixture's import (container-import.sh ci_untar) says what ostree-ext's Decompressor says.
+  const line =
+    'bootc[288]: error: Switching (ostree): Importing: Layer sha256:8ab2: Unhandled layer type: application/vnd.oci.image.layer.v1.tar+bzip2';
+  const { events } = run(
+    ['bootc[288]: layers already present: 1; layers needed: 1 (166 bytes)', line].map(
+      (text): ClassifierInput => ({ kind: 'vm.console', node: 'n1', line: text }),
+    ),
+  );
+  const failures = events.flatMap((event) => (event.kind === 'guest.failure' ? [event.reason] : []));
+  t.deepEqual(failures, [`update tool error: ${line}`]);
+});

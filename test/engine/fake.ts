@@ -245,6 +245,10 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
       const digest = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1] ?? `sha256:${'f'.repeat(64)}`;
       return { digest, commit: COMMITS['2']!, version: '2', format: 'legacy' };
     },
+    async buildDerived({ base, repository }) {
+      world.builds.push(`${repository} FROM ${base}`);
+      return { digest: `sha256:${'d'.repeat(64)}`, commit: COMMITS['2']!, version: '2', format: 'native' };
+    },
     async resolveOscontainer({ ref, upstream, repository, layers }) {
       world.resolves.push({ ref, upstream, repository, layers });
       const digest = /@(sha256:[0-9a-f]{64})$/.exec(ref)?.[1] ?? `sha256:${'e'.repeat(64)}`;

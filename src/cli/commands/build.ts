@@ -3,6 +3,7 @@ import { loadFixture } from '../../fixture/fixture.js';
 import { parseReference } from '../../oci/reference.js';
 import { buildOscontainer, OSCONTAINER_FORMATS, type OscontainerFormat } from '../../oscontainer/build.js';
 import { pushOscontainer } from '../../oscontainer/push.js';
+import { buildDerivedCommand } from '../build-derived.js';
 import type { Command } from '../command.js';
 import { showImageProgress } from '../image-progress.js';
 
@@ -24,14 +25,15 @@ export const command: Command = {
   summary: 'Build an oscontainer from an ostree commit and push it',
   usage:
     '(--fixture N | --ostree-repo REPO --commit C | --from-dir ROOTFS --version V) [--format legacy|native] ' +
-    '[--push REF] [--oci]',
+    '[--push REF] [--oci] | --containerfile FILE --from REF --push REF [--context DIR]',
   description:
     'Build an oscontainer reproducibly: the same commit always gives the same digest.\n' +
     '  legacy (default): one layer holding /srv/repo, an archive ostree repo with exactly that commit;\n' +
     '    labels com.coreos.ostree-commit and version (pivot, MCO up to 4.13).\n' +
     "  native: the ostree-ext container format (the commit's objects under sysroot/ostree/repo plus the tree as\n" +
     '    hard links); labels ostree.bootable, containers.bootc, ostree.commit (rpm-ostree rebase, bootc switch).\n' +
-    'With --push, upload it and print the image by digest (HOST:PORT/REPO@sha256:…) on stdout.',
+    'With --push, upload it and print the image by digest (HOST:PORT/REPO@sha256:…) on stdout.\n' +
+    '--containerfile: a derived image, built by podman (--build-arg BASE=REF of --from) and pushed by podman.',
   options: {
     fixture: { type: 'string', valueName: 'N', description: 'Use version N of the built-in fixture OS' },
     'ostree-repo': { type: 'string', valueName: 'REPO', description: 'ostree repository holding the commit' },
@@ -54,8 +56,30 @@ export const command: Command = {
         'repo already compressed are kept as they are',
     },
     json: { type: 'boolean', description: 'Print {format, digest, pinned, commit, version, layer} as JSON' },
+    containerfile: {
+      type: 'string',
+      valueName: 'FILE',
+      description: 'Build a derived image with podman from FILE (ARG BASE / FROM $BASE); needs --from and --push',
+    },
+    from: { type: 'string', valueName: 'REF', description: 'With --containerfile: the base image (BASE)' },
+    context: { type: 'string', valueName: 'DIR', description: "With --containerfile: the build context (FILE's dir)" },
   },
   async run({ args, bus, stdout, stderr, env, signal }) {
+    const containerfile = args.string('containerfile');
+    if (containerfile !== undefined) {
+      const derived = await buildDerivedCommand({
+        containerfile,
+        from: args.string('from'),
+        push: args.string('push'),
+        context: args.string('context'),
+        bus,
+        env,
+        signal,
+      });
+      if (args.flag('json')) stdout.write(`${JSON.stringify(derived, null, 2)}\n`);
+      else stdout.write(`${derived.pinned}\n`);
+      return 0;
+    }
     const sources = ['fixture', 'ostree-repo', 'from-dir'].filter((name) => args.string(name) !== undefined);
     if (sources.length !== 1) {
       throw new UsageError(

@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import { cacheDir } from '../../core/paths.js';
+import { localRepository, parseLocalSource, resolveLocalSource } from '../../oci/local-source.js';
 import { parseReference } from '../../oci/reference.js';
 import { copyImage } from '../../oscontainer/copy.js';
+import { importLocalImage } from '../../oscontainer/local-image.js';
 import type { Command } from '../command.js';
 import { showImageProgress } from '../image-progress.js';
 
@@ -10,7 +12,8 @@ export const command: Command = {
   summary: 'Copy an image from a registry into another registry or an OCI layout',
   usage: 'SRC [--to DEST] [--all]',
   description:
-    'Copy SRC (HOST[:PORT]/REPO[:TAG|@DIGEST]) to DEST, keeping every digest: DEST is another registry reference\n' +
+    'Copy SRC (HOST[:PORT]/REPO[:TAG|@DIGEST], or a local image: containers-storage:IMAGE, oci-archive:PATH[:REF],\n' +
+    'oci:DIR[:REF], read with skopeo) to DEST, keeping every digest: DEST is another registry reference\n' +
     '(e.g. the embedded registry, 127.0.0.1:5000/os/rhcos:v2) or oci:DIR[:TAG]. Default DEST: an OCI layout in\n' +
     "devpivot's cache. Credentials: REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json (Basic and\n" +
     'Bearer token auth). Interrupted blob downloads resume. From a multi-platform index only linux/amd64 is\n' +
@@ -24,19 +27,19 @@ export const command: Command = {
   },
   async run({ args, bus, stdout, stderr, env, signal }) {
     const source = args.positionals[0]!;
-    const src = parseReference(source);
+    const local = parseLocalSource(source);
+    const src = local ? undefined : parseReference(source);
     const destination =
       args.string('to') ??
-      `oci:${join(cacheDir(env), 'oci', src.registry.replace(':', '_'), src.repository)}:${src.tag ?? 'latest'}`;
+      (src
+        ? `oci:${join(cacheDir(env), 'oci', src.registry.replace(':', '_'), src.repository)}:${src.tag ?? 'latest'}`
+        : `oci:${join(cacheDir(env), 'oci', localRepository(local!))}:latest`);
     const stop = showImageProgress(bus, stderr);
     try {
-      const result = await copyImage(source, destination, {
-        all: args.flag('all'),
-        insecure: args.flag('insecure'),
-        env,
-        signal,
-        bus,
-      });
+      const options = { all: args.flag('all'), insecure: args.flag('insecure'), env, signal, bus };
+      const result = local
+        ? await importLocalImage(resolveLocalSource(local, process.cwd()), destination, options)
+        : await copyImage(source, destination, options);
       stop();
       if (args.flag('json')) stdout.write(`${JSON.stringify({ destination, ...result }, null, 2)}\n`);
       else {
