@@ -38,6 +38,12 @@ export const PACKAGES = {
   curl: ['curl'],
   'docker-registry': ['docker-distribution'],
   python3: ['python3'],
+  // Secure Boot and TPM (firmware: uefi-secure, tpm: true): the fixture's signed ESP, libvirt's emulated TPM
+  'shim-signed': ['shim-x64'],
+  'grub-efi-amd64-signed': ['grub2-efi-x64'],
+  swtpm: ['swtpm'],
+  'swtpm-tools': ['swtpm-tools'],
+  'tpm2-tools': ['tpm2-tools'],
 };
 
 export const DEBIAN_PACKAGES = Object.keys(PACKAGES);

@@ -1,4 +1,5 @@
 /** The scenario document, parsed: what `parseScenario` returns and the engine runs. */
+import type { Firmware } from '../core/firmware.js';
 import type { PivotDriver } from '../drivers/index.js';
 import type { SpecVersion } from '../ignition/spec.js';
 import type { Step } from '../steps/index.js';
@@ -36,7 +37,9 @@ export interface NodeDef {
   image: string;
   memoryMiB: number;
   vcpus: number;
-  firmware: 'bios' | 'uefi';
+  firmware: Firmware;
+  /** An emulated TPM 2.0 (`tpm: true`): libvirt runs swtpm, its state kept with the node. */
+  tpm: boolean;
   driver: PivotDriver;
   /** Key into Scenario.oscontainers; undefined = the node boots and stays where it is. */
   pivot?: string;
