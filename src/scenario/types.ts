@@ -16,7 +16,8 @@ export type { OscontainerFormat } from '../oci/format.js';
 
 /** A built oscontainer's `format` is `legacy` when the scenario does not say. */
 export type OscontainerSource =
-  | { kind: 'build-fixture'; version: string; format?: OscontainerFormat }
+  /** `unsignedKernel`: its kernel's signature removed (`kernel: unsigned`, engine/unsigned-kernel.ts). */
+  | { kind: 'build-fixture'; version: string; format?: OscontainerFormat; unsignedKernel?: true }
   | { kind: 'build-ostree'; repo: string; commit: string; format?: OscontainerFormat }
   | { kind: 'build-rootfs'; rootfs: string; version?: string; format?: OscontainerFormat }
   /** `prefetch: false` (mirror mode with an upstream): not copied ahead; the nodes pull it through the cache. */
