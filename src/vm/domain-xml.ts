@@ -79,7 +79,11 @@ export interface DomainXmlOptions {
   firmware: Firmware;
   /** OVMF code and vars template for UEFI (defaults: Debian/Ubuntu 4M builds; OVMF_SECURE for uefi-secure). */
   ovmf?: { code: string; varsTemplate: string };
-  /** An emulated TPM 2.0 (`<tpm model='tpm-crb'>`, swtpm with per-domain state). */
+  /**
+   * An emulated TPM 2.0 (swtpm with per-domain state) on the TIS interface: with `tpm-crb` the Debian 6.1 guest
+   * kernel stopped printing after its EVM lines on a q35/SMM domain under TCG here (4 min, no further output), with
+   * `tpm-tis` it boots to login (tpm_tis MSFT0101:00: 2.0 TPM).
+   */
   tpm?: boolean;
   /** Path of the node's qcow2 overlay on the hypervisor host. */
   disk: string;
@@ -280,7 +284,7 @@ export function domainXml(o: DomainXmlOptions): string {
     // instead of a silent hang or reboot loop.
     "    <panic model='isa'/>",
     // the TPM's state (libvirt: /var/lib/libvirt/swtpm/<uuid>/) lives as long as the domain is defined
-    ...(o.tpm ? ["    <tpm model='tpm-crb'>", "      <backend type='emulator' version='2.0'/>", '    </tpm>'] : []),
+    ...(o.tpm ? ["    <tpm model='tpm-tis'>", "      <backend type='emulator' version='2.0'/>", '    </tpm>'] : []),
     "    <rng model='virtio'>",
     "      <backend model='random'>/dev/urandom</backend>",
     '    </rng>',

@@ -89,9 +89,9 @@ test('uefi-secure: the Secure Boot OVMF pair on a q35 machine with SMM, the NIC 
   t.regex(plain, /bus=pci\.0,addr=0x1e/);
 });
 
-test('tpm: an emulated TPM 2.0 (swtpm) on the CRB interface', (t) => {
+test('tpm: an emulated TPM 2.0 (swtpm) on the TIS interface', (t) => {
   const xml = domainXml({ ...base, tpm: true });
-  t.regex(xml, /<tpm model='tpm-crb'>\s*<backend type='emulator' version='2.0'\/>\s*<\/tpm>/);
+  t.regex(xml, /<tpm model='tpm-tis'>\s*<backend type='emulator' version='2.0'\/>\s*<\/tpm>/);
 });
 
 test('old libvirt gets -fw_cfg on the qemu command line, commas doubled', (t) => {
