@@ -9,11 +9,13 @@ const SWTPM_STATE = '/var/lib/libvirt/swtpm';
 const tpmStates = () => (existsSync(SWTPM_STATE) ? readdirSync(SWTPM_STATE) : []);
 
 test('secure-boot: shim -> GRUB -> kernel under Secure Boot with a TPM, both deployments; PCRs per deployment; the per-VM variables and TPM state live as long as the node', async (t) => {
+  t.timeout(30 * 60_000); // TCG with SMM: the Secure Boot firmware is slower than plain OVMF
   let domain = '';
   let nvramOnV2: boolean | undefined;
   let tpmOnV2: string[] = [];
   const before = tpmStates();
   const run = await runScenarioCli('secure-boot', {
+    timeoutMs: 30 * 60_000,
     onEvent: (event) => {
       if (event.kind === 'vm.defined') domain = event.domain;
       if (event.kind === 'guest.booted' && event.version === '2' && nvramOnV2 === undefined) {

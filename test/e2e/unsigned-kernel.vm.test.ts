@@ -2,7 +2,8 @@ import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 test('unsigned-kernel: GRUB refuses the v2 kernel under Secure Boot; the node fails on that boot, named, not by timeout', async (t) => {
-  const run = await runScenarioCli('unsigned-kernel');
+  t.timeout(30 * 60_000); // TCG with SMM: the Secure Boot firmware is slower than plain OVMF
+  const run = await runScenarioCli('unsigned-kernel', { timeoutMs: 30 * 60_000 });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.true(
     run.steps.every((step) => step.startsWith('✓ ')),
