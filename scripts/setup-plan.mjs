@@ -44,6 +44,7 @@ export const PACKAGES = {
   swtpm: ['swtpm'],
   'swtpm-tools': ['swtpm-tools'],
   'tpm2-tools': ['tpm2-tools'],
+  sbsigntool: ['sbsigntool'], // sbattach: build { fixture: N, kernel: unsigned }
 };
 
 export const DEBIAN_PACKAGES = Object.keys(PACKAGES);
