@@ -25,7 +25,7 @@ test('secure-boot: shim -> GRUB -> kernel under Secure Boot with a TPM, both dep
     },
   });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
-  // prepare, up, ignition, PCRs on v1, staged, booted, assert, the SecureBoot variable, PCRs v1/v2, reboot, booted,
+  // prepare, up, ignition, PCRs on v1, staged, booted, assert, Secure Boot and lockdown, PCRs v1/v2, reboot, booted,
   // PCRs of the second v2 boot
   t.is(run.steps.length, 12, run.steps.join('\n'));
   t.is(run.steps.filter((step) => step.startsWith('✓ ssh node1 ')).length, 4, run.steps.join('\n'));
