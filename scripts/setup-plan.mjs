@@ -46,6 +46,13 @@ export const PACKAGES = {
   'fuse-overlayfs': ['fuse-overlayfs'],
   slirp4netns: ['slirp4netns'],
   zstd: ['zstd'], // zstd layers: the fixture guest's importer decompresses them
+  // Secure Boot and TPM (firmware: uefi-secure, tpm: true): the fixture's signed ESP, libvirt's emulated TPM
+  'shim-signed': ['shim-x64'],
+  'grub-efi-amd64-signed': ['grub2-efi-x64'],
+  swtpm: ['swtpm'],
+  'swtpm-tools': ['swtpm-tools'],
+  'tpm2-tools': ['tpm2-tools'],
+  sbsigntool: ['sbsigntool'], // sbattach: build { fixture: N, kernel: unsigned }
 };
 
 /** Where the set-up puts podman's engine settings (containers.conf(5) drop-in: read by root and rootless podman). */

@@ -7,7 +7,7 @@
 
 import { localImageProblem } from '../oscontainer/local-image.js';
 import { localEnvironment, type ScenarioEnvironment } from '../scenario/environment.js';
-import { OVMF } from '../vm/domain-xml.js';
+import { OVMF, OVMF_SECURE, SWTPM_FILES } from '../vm/domain-xml.js';
 import { ignitionValidator } from './ignition-validator.js';
 
 /** `qemu:///system`, `qemu+unix:///session?socket=…`: the hypervisor is this machine. */
@@ -18,7 +18,10 @@ export function isLocalUri(uri: string): boolean {
 export function scenarioEnvironment(uri?: string): ScenarioEnvironment {
   const local = uri === undefined || isLocalUri(uri);
   return localEnvironment({
-    firmwareFiles: local ? { uefi: [OVMF.code, OVMF.varsTemplate] } : {},
+    firmwareFiles: local
+      ? { uefi: [OVMF.code, OVMF.varsTemplate], 'uefi-secure': [OVMF_SECURE.code, OVMF_SECURE.varsTemplate] }
+      : {},
+    ...(local ? { tpmFiles: SWTPM_FILES } : {}),
     ...(local ? {} : { totalMemoryBytes: Number.POSITIVE_INFINITY }),
     validateIgnition: ignitionValidator,
     localImageProblem: (source) => localImageProblem(source),

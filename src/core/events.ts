@@ -9,6 +9,9 @@ export const PIVOT_PHASES: readonly PivotPhase[] = ['pulling', 'staging', 'stage
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
+/** A `guest.failure` class a scenario or a reporter can act on (`secure-boot`: engine/secure-boot.ts). */
+export type FailureCause = 'secure-boot';
+
 export type DevpivotEvent =
   | { kind: 'log'; level: LogLevel; source: string; message: string }
   // registry
@@ -76,7 +79,8 @@ export type DevpivotEvent =
   | { kind: 'guest.pivot.skipped'; node: string; target: string; reason: string }
   /** `image`: what booted by digest (`host/repo@sha256:…`) when the guest knows it (the report line's `image`). */
   | { kind: 'guest.booted'; node: string; bootId: string; version: string; commit: string; image?: string }
-  | { kind: 'guest.failure'; node: string; reason: string; line: string }
+  /** `cause`: the class of failure when devpivot knows it (`secure-boot`: a signature the boot chain refused). */
+  | { kind: 'guest.failure'; node: string; reason: string; line: string; cause?: FailureCause }
   // scenario runs
   | { kind: 'run.start'; scenario: string; nodes: string[] }
   | { kind: 'step.start'; index: number; name: string }

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { run } from '../core/exec.js';
 import { fixtureState } from '../fixture/fixture.js';
 import { probeAccelCached } from '../vm/accel.js';
+import { OVMF_SECURE, SWTPM_FILES } from '../vm/domain-xml.js';
 
 /** One row of `devpivot doctor`. `required: false` rows inform but never fail the check. */
 export interface CheckResult {
@@ -115,6 +116,55 @@ export const checkGrub: Check = async () => {
   };
 };
 
+/** The fixture's ESP carries Debian's signed shim and GRUB (images/fixture/disk.sh): every fixture build needs them. */
+export const checkSignedBootChain: Check = async () => {
+  const files = ['/usr/lib/shim/shimx64.efi.signed', '/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed'];
+  const missing = files.filter((path) => !existsSync(path));
+  return {
+    name: 'signed-boot-chain',
+    ok: missing.length === 0,
+    detail:
+      missing.length === 0
+        ? "Debian's signed shim and GRUB present (the fixture's ESP)"
+        : `missing ${missing.join(', ')}`,
+    fix: missing.length === 0 ? '' : `${APT} shim-signed grub-efi-amd64-signed`,
+    required: true,
+  };
+};
+
+/** `firmware: uefi-secure`: OVMF's Secure Boot build and its variables with Microsoft's keys enrolled. */
+export const checkSecureBootFirmware: Check = async () => {
+  const missing = [OVMF_SECURE.code, OVMF_SECURE.varsTemplate].filter((path) => !existsSync(path));
+  return {
+    name: 'secure-boot',
+    ok: missing.length === 0,
+    detail:
+      missing.length === 0
+        ? `firmware: uefi-secure can boot (${OVMF_SECURE.code}, ${OVMF_SECURE.varsTemplate})`
+        : `firmware: uefi-secure cannot boot: missing ${missing.join(', ')}`,
+    fix: missing.length === 0 ? '' : `${APT} ovmf`,
+    required: false,
+  };
+};
+
+/** `tpm: true`: libvirt runs swtpm (and swtpm_setup for a new state) for the emulated TPM. */
+export const checkSwtpm: Check = async () => {
+  const missing = SWTPM_FILES.filter((path) => !existsSync(path));
+  const version = missing.length === 0 ? await run(SWTPM_FILES[0], ['--version'], { timeoutMs: 10_000 }) : undefined;
+  const ok = version?.code === 0;
+  return {
+    name: 'swtpm',
+    ok,
+    detail: ok
+      ? `tpm: true can run: ${firstLine(version!.stdout || version!.stderr)}`
+      : missing.length > 0
+        ? `tpm: true cannot run: missing ${missing.join(', ')}`
+        : `swtpm --version failed: ${firstLine(version?.stderr ?? '') || `exit ${version?.code}`}`,
+    fix: ok ? '' : `${APT} swtpm swtpm-tools`,
+    required: false,
+  };
+};
+
 export const checkDisk: Check = async ({ stateDir }) => {
   let path = stateDir;
   while (!existsSync(path) && dirname(path) !== path) path = dirname(path);
@@ -195,6 +245,9 @@ export const checks: Check[] = [
   program('ostree', 'ostree', ['--version'], 'ostree'),
   program('ignition-validate', 'ignition-validate', ['--version'], 'ignition'),
   checkGrub,
+  checkSignedBootChain,
+  checkSecureBootFirmware,
+  checkSwtpm,
   checkDisk,
   checkPool,
   checkFixture,

@@ -1,4 +1,5 @@
 import type { DevpivotEvent, EventOf, PivotPhase } from '../core/events.js';
+import { secureBootRefusal } from './secure-boot.js';
 
 /**
  * The console classifier: turns a node's console lines and libvirt lifecycle events into `guest.*` events.
@@ -282,6 +283,11 @@ function classifyLine(state: ClassifierState, node: string, raw: string): Classi
   if (at >= 0) return classifyReport(state, node, line.slice(at + REPORT_PREFIX.length), line);
   const refused = refusedRequest(line);
   if (refused) return fromFact(state, node, { kind: 'skipped', ...refused });
+  const refusal = secureBootRefusal(line);
+  if (refusal)
+    return once(state, 'failure:secure-boot', [
+      { kind: 'guest.failure', node, reason: `Secure Boot: ${refusal}: ${line}`, line, cause: 'secure-boot' },
+    ]);
   for (const [pattern, reason] of FAILURE_MARKERS) {
     if (!pattern.test(line)) continue;
     if (reason === 'update tool error' && line.startsWith('error: ') && !TOOL_AT_WORK(state.seen)) break;

@@ -8,6 +8,7 @@ import { PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { FixtureArtifacts, PushedImage } from './deps.js';
 import { fixtureVersion } from './images.js';
 import { mirroredPull } from './mirror.js';
+import { unsignedKernelRootfs } from './unsigned-kernel.js';
 import { type PrepareContext, repositoryName, type World } from './world.js';
 
 /** The fixture OS, built (or found in the cache) once per run, and only when something needs it. */
@@ -36,6 +37,19 @@ export async function oscontainer(
         case 'build-fixture': {
           const fixture = await loadFixture(context, world);
           const commit = fixtureVersion(fixture, source.version).commit;
+          if (source.unsignedKernel) {
+            const unsigned = await unsignedKernelRootfs(fixture.repo, commit, context.cacheDir);
+            return deps
+              .buildOscontainer({
+                source: { rootfs: unsigned.rootfs, version: source.version },
+                ...format(source),
+                registry,
+                repository,
+                bus,
+                signal,
+              })
+              .finally(() => unsigned.remove());
+          }
           return deps.buildOscontainer({
             source: { repo: fixture.repo, commit },
             ...format(source),

@@ -75,6 +75,7 @@ export class EngineRuntime implements StepRuntime {
             memoryMiB: def.memoryMiB,
             vcpus: def.vcpus,
             firmware: def.firmware,
+            ...(def.tpm ? { tpm: true } : {}),
             ...(network ? { network } : {}),
           },
           signal,

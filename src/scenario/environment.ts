@@ -6,6 +6,7 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import type { LocalSource } from '../oci/local-source.js';
+import type { Firmware } from '../core/firmware.js';
 import { FIXTURE_RECIPE } from './fixture-recipe.js';
 
 export type PathKind = 'file' | 'directory' | 'other' | 'missing' | 'unreadable';
@@ -28,12 +29,14 @@ export interface ScenarioEnvironment {
   /** The first `bytes` bytes of a file, or undefined when it cannot be read. */
   readHead(path: string, bytes: number): Buffer | undefined;
   /** Files a `firmware` value needs on the host (OVMF for uefi); none known: not checked. */
-  readonly firmwareFiles: Readonly<Partial<Record<'bios' | 'uefi', readonly string[]>>>;
+  readonly firmwareFiles: Readonly<Partial<Record<Firmware, readonly string[]>>>;
   /**
    * What is wrong with a local image source (the podman image is missing, the archive holds several images, …),
    * or undefined; absent: not checked before the run (the copy reports it then).
    */
   localImageProblem?(source: LocalSource): { message: string; hint: string } | undefined;
+  /** Files `tpm: true` needs on the host (swtpm, which libvirt runs); none known: not checked. */
+  readonly tpmFiles?: readonly string[];
   /** Ignition's validator on a spec 3 config; absent: fragments are checked for their version only. */
   validateIgnition?(config: object): Promise<IgnitionCheck>;
 }

@@ -1,5 +1,6 @@
 /** `nodes:`: the VMs of the scenario, by name (image, size, firmware, pivot driver and target, Ignition). */
 import { isScalar, type Node } from 'yaml';
+import { FIRMWARES, type Firmware } from '../core/firmware.js';
 import { DRIVERS, driversAllowing, type PivotDriver, pivotDrivers } from '../drivers/index.js';
 import { SPEC_VERSIONS, type SpecVersion } from '../ignition/spec.js';
 import { isHostQualified } from '../oci/reference.js';
@@ -18,6 +19,7 @@ const NODE_KEYS = [
   'memory',
   'vcpus',
   'firmware',
+  'tpm',
   'driver',
   'pivot',
   'kernel-args',
@@ -67,6 +69,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
   const firmware = f.has('firmware')
     ? field(() => readFirmware(r, v('firmware'), what), NODE_DEFAULTS.firmware)
     : NODE_DEFAULTS.firmware;
+  const tpm = f.has('tpm') ? field(() => readTpm(r, v('tpm'), what), false) : false;
   const driver: PivotDriver = f.has('driver')
     ? field(() => r.oneOf(v('driver'), `${what} driver`, pivotDrivers()), NODE_DEFAULTS.driver)
     : NODE_DEFAULTS.driver;
@@ -150,6 +153,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
     memoryMiB,
     vcpus,
     firmware,
+    tpm,
     driver,
     ...(pivot ? { pivot } : {}),
     kernelArgs,
@@ -208,16 +212,29 @@ function readMemory(r: DocumentReader, value: Node | null, what: string): number
   return Math.round(bytes / 1024 ** 2);
 }
 
-function readFirmware(r: DocumentReader, value: Node | null, what: string): 'bios' | 'uefi' {
-  const firmware = r.oneOf(value, `${what} firmware`, ['bios', 'uefi'] as const);
+function readFirmware(r: DocumentReader, value: Node | null, what: string): Firmware {
+  const firmware = r.oneOf(value, `${what} firmware`, FIRMWARES);
   const missing = (r.env.firmwareFiles[firmware] ?? []).filter((file) => r.env.pathKind(file) !== 'file');
   if (missing.length > 0)
     r.fail(
       value,
       `${what} firmware ${firmware} needs ${missing.join(' and ')}, which this host does not have`,
-      firmware === 'uefi' ? 'install OVMF (apt-get install ovmf), or use firmware: bios' : undefined,
+      firmware === 'bios' ? undefined : 'install OVMF (apt-get install ovmf), or use firmware: bios',
     );
   return firmware;
+}
+
+/** `tpm: true`: libvirt's emulated TPM 2.0, which needs swtpm where the VMs run. */
+function readTpm(r: DocumentReader, value: Node | null, what: string): boolean {
+  const tpm = r.boolean(value, `${what} tpm`);
+  const missing = tpm ? (r.env.tpmFiles ?? []).filter((file) => r.env.pathKind(file) !== 'file') : [];
+  if (missing.length > 0)
+    r.fail(
+      value,
+      `${what} tpm needs ${missing.join(' and ')}, which this host does not have`,
+      'install swtpm (apt-get install swtpm swtpm-tools), or leave tpm out',
+    );
+  return tpm;
 }
 
 function gib(bytes: number): string {

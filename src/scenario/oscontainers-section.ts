@@ -114,7 +114,7 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
       );
     return { kind: 'build-fixture', version: r.fixtureVersion(node, fixture[1]!) };
   }
-  const f = r.fields(node, what, ['fixture', 'repo', 'commit', 'rootfs', 'version', 'format']);
+  const f = r.fields(node, what, ['fixture', 'repo', 'commit', 'rootfs', 'version', 'format', 'kernel']);
   // Not guarded: with an unknown format the oscontainer is broken, so no driver check runs against a guess.
   const format = f.has('format') ? r.oneOf(f.get('format')!.value, `${what}.format`, FORMATS) : undefined;
   const formatted = <T extends OscontainerSource>(source: T): T => (format ? { ...source, format } : source);
@@ -123,10 +123,12 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
   if (f.has('version') && !f.has('rootfs'))
     r.fail(f.get('version')!.key, `${what}: 'version' applies to 'rootfs' only`);
   if (f.has('commit') && !f.has('repo')) r.fail(f.get('commit')!.key, `${what}: 'commit' applies to 'repo' only`);
+  if (f.has('kernel') && !f.has('fixture')) r.fail(f.get('kernel')!.key, `${what}: 'kernel' applies to 'fixture' only`);
+  const unsigned = f.has('kernel') && r.oneOf(f.get('kernel')!.value, `${what}.kernel`, ['unsigned'] as const);
   if (f.has('fixture')) {
     const value = f.get('fixture')!.value;
     const version = r.fixtureVersion(value, r.string(value, what).replace(/^fixture:/, ''));
-    return formatted({ kind: 'build-fixture', version });
+    return formatted({ kind: 'build-fixture', version, ...(unsigned ? { unsignedKernel: true as const } : {}) });
   }
   if (f.has('rootfs')) {
     const version = f.has('version') ? r.guard(() => r.string(f.get('version')!.value, `${what}.version`)) : undefined;

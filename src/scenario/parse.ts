@@ -3,10 +3,12 @@
  * nodes, steps), then the checks that need a program (ignition-validate). Every problem of every file is
  * collected with its `file:line:col` before anything runs.
  */
+
 import { readFile } from 'node:fs/promises';
 import { basename, dirname, extname, resolve } from 'node:path';
 import { isScalar, LineCounter, type Node, type Pair, parseDocument } from 'yaml';
 import { DevpivotError, ExitCode } from '../core/errors.js';
+import type { Firmware } from '../core/firmware.js';
 import type { Position } from '../steps/reader.js';
 import { DEFAULT_TIMEOUT_MS, defaultSteps } from './defaults.js';
 import { localEnvironment, type ScenarioEnvironment } from './environment.js';
@@ -24,9 +26,13 @@ export { ScenarioError, type ScenarioIssue } from './error.js';
 
 const TOP_KEYS = ['name', 'description', 'timeout', 'images', 'oscontainers', 'registry', 'nodes', 'steps'];
 
-/** How a file's text is read: `rewrite` changes it before validation (`devpivot up --os-image`, os-image.ts). */
+/**
+ * How a file's text is read: `rewrite` changes it before validation (`devpivot up --os-image`, os-image.ts);
+ * `firmware` replaces every node's firmware once it is valid (`devpivot up --firmware`, checked by the caller).
+ */
 export interface LoadOptions {
   rewrite?: (text: string, file: string) => string;
+  firmware?: Firmware;
 }
 
 /**
@@ -48,7 +54,9 @@ export async function loadScenario(
       cause: error,
     });
   }
-  return validateScenario(options.rewrite ? options.rewrite(text, file) : text, file, env);
+  const scenario = await validateScenario(options.rewrite ? options.rewrite(text, file) : text, file, env);
+  const firmware = options.firmware;
+  return firmware ? { ...scenario, nodes: scenario.nodes.map((node) => ({ ...node, firmware })) } : scenario;
 }
 
 /**

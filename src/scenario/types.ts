@@ -1,4 +1,5 @@
 /** The scenario document, parsed: what `parseScenario` returns and the engine runs. */
+import type { Firmware } from '../core/firmware.js';
 import type { PivotDriver } from '../drivers/index.js';
 import type { SpecVersion } from '../ignition/spec.js';
 import type { Step } from '../steps/index.js';
@@ -15,7 +16,8 @@ export type { OscontainerFormat } from '../oci/format.js';
 
 /** A built oscontainer's `format` is `legacy` when the scenario does not say. */
 export type OscontainerSource =
-  | { kind: 'build-fixture'; version: string; format?: OscontainerFormat }
+  /** `unsignedKernel`: its kernel's signature removed (`kernel: unsigned`, engine/unsigned-kernel.ts). */
+  | { kind: 'build-fixture'; version: string; format?: OscontainerFormat; unsignedKernel?: true }
   | { kind: 'build-ostree'; repo: string; commit: string; format?: OscontainerFormat }
   | { kind: 'build-rootfs'; rootfs: string; version?: string; format?: OscontainerFormat }
   /** Built by podman from a Containerfile `FROM $BASE`, BASE being oscontainer `from` (scenario/derived-section.ts). */
@@ -38,7 +40,9 @@ export interface NodeDef {
   image: string;
   memoryMiB: number;
   vcpus: number;
-  firmware: 'bios' | 'uefi';
+  firmware: Firmware;
+  /** An emulated TPM 2.0 (`tpm: true`): libvirt runs swtpm, its state kept with the node. */
+  tpm: boolean;
   driver: PivotDriver;
   /** Key into Scenario.oscontainers; undefined = the node boots and stays where it is. */
   pivot?: string;

@@ -10,10 +10,26 @@ export const IGNITION_FWCFG_KEY = 'opt/com.coreos/config';
 /** `<sysinfo type='fwcfg'>` arrived in libvirt 6.5.0; older daemons get `-fw_cfg` on the qemu command line. */
 export const SYSINFO_FWCFG_MIN_VERSION = 6_005_000;
 
+import type { Firmware } from '../core/firmware.js';
+
 export const OVMF = {
   code: '/usr/share/OVMF/OVMF_CODE_4M.fd',
   varsTemplate: '/usr/share/OVMF/OVMF_VARS_4M.fd',
 } as const;
+
+/**
+ * OVMF's Secure Boot build (needs SMM, so a q35 machine) and the variable store with Microsoft's keys enrolled and
+ * Secure Boot on (Debian `ovmf`, README.Debian: `OVMF_CODE_4M.ms.fd` + `OVMF_VARS_4M.ms.fd`). libvirt copies the
+ * template into a per-domain store (`<nvram template=…>`), kept across the node's boots, removed with
+ * VIR_DOMAIN_UNDEFINE_NVRAM.
+ */
+export const OVMF_SECURE = {
+  code: '/usr/share/OVMF/OVMF_CODE_4M.ms.fd',
+  varsTemplate: '/usr/share/OVMF/OVMF_VARS_4M.ms.fd',
+} as const;
+
+/** libvirt runs swtpm for `<tpm><backend type='emulator'/>`: the binaries it needs on the hypervisor host. */
+export const SWTPM_FILES = ['/usr/bin/swtpm', '/usr/bin/swtpm_setup'] as const;
 
 export type FwCfgMethod = 'sysinfo' | 'qemu-commandline';
 
@@ -60,9 +76,15 @@ export interface DomainXmlOptions {
   domainType: 'kvm' | 'qemu';
   memoryMiB: number;
   vcpus: number;
-  firmware: 'bios' | 'uefi';
-  /** OVMF code and vars template for UEFI (defaults: Debian/Ubuntu 4M builds). */
+  firmware: Firmware;
+  /** OVMF code and vars template for UEFI (defaults: Debian/Ubuntu 4M builds; OVMF_SECURE for uefi-secure). */
   ovmf?: { code: string; varsTemplate: string };
+  /**
+   * An emulated TPM 2.0 (swtpm with per-domain state) on the TIS interface: with `tpm-crb` the Debian 6.1 guest
+   * kernel stopped printing after its EVM lines on a q35/SMM domain under TCG here (4 min, no further output), with
+   * `tpm-tis` it boots to login (tpm_tis MSFT0101:00: 2.0 TPM).
+   */
+  tpm?: boolean;
   /** Path of the node's qcow2 overlay on the hypervisor host. */
   disk: string;
   /** Path of the Ignition file on the hypervisor host, and how to hand it to qemu. */
@@ -200,12 +222,15 @@ export function metadataElement(meta: DevpivotMetadata, extra: Record<string, st
 
 export function domainXml(o: DomainXmlOptions): string {
   const e = escapeXml;
-  const ovmf = o.ovmf ?? OVMF;
-  const qemuArgs = [...fwCfgArgs(o), ...networkArgs(o.network)];
+  const secure = o.firmware === 'uefi-secure';
+  const ovmf = o.ovmf ?? (secure ? OVMF_SECURE : OVMF);
+  const machine = secure ? 'q35' : 'pc';
+  const qemuArgs = [...fwCfgArgs(o), ...networkArgs(o.network, machine)];
   const qemuNs = qemuArgs.length > 0 ? ` xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"` : '';
-  const os: string[] = ["    <type arch='x86_64' machine='pc'>hvm</type>"];
-  if (o.firmware === 'uefi') {
-    os.push(`    <loader readonly='yes' type='pflash'>${e(ovmf.code)}</loader>`);
+  const os: string[] = [`    <type arch='x86_64' machine='${machine}'>hvm</type>`];
+  if (o.firmware !== 'bios') {
+    // secure='yes': only SMM code may write the variable store, so the guest cannot switch Secure Boot off
+    os.push(`    <loader readonly='yes'${secure ? " secure='yes'" : ''} type='pflash'>${e(ovmf.code)}</loader>`);
     os.push(`    <nvram template='${e(ovmf.varsTemplate)}'/>`);
   }
   if (o.kernel) {
@@ -235,7 +260,7 @@ export function domainXml(o: DomainXmlOptions): string {
       '  </sysinfo>',
     );
   }
-  lines.push('  <features><acpi/><apic/></features>');
+  lines.push(`  <features><acpi/><apic/>${secure ? "<smm state='on'/>" : ''}</features>`);
   if (o.domainType === 'kvm') lines.push("  <cpu mode='host-passthrough'/>");
   lines.push(
     '  <on_poweroff>destroy</on_poweroff>',
@@ -258,6 +283,8 @@ export function domainXml(o: DomainXmlOptions): string {
     // pvpanic: a guest kernel panic becomes a libvirt CRASHED event (then on_crash destroys the domain)
     // instead of a silent hang or reboot loop.
     "    <panic model='isa'/>",
+    // the TPM's state (libvirt: /var/lib/libvirt/swtpm/<uuid>/) lives as long as the domain is defined
+    ...(o.tpm ? ["    <tpm model='tpm-tis'>", "      <backend type='emulator' version='2.0'/>", '    </tpm>'] : []),
     "    <rng model='virtio'>",
     "      <backend model='random'>/dev/urandom</backend>",
     '    </rng>',
@@ -286,8 +313,13 @@ function fwCfgArgs(o: DomainXmlOptions): string[] {
 
 /** The netdev and NIC devpivot defines itself (libvirt 9.0 forwards ports only with passt). */
 export const NETDEV_ID = 'devpivot-net0';
-/** A PCI slot libvirt does not hand out to a domain with devpivot's few devices (it allocates from 0x02 up). */
+/**
+ * A slot of the root bus libvirt does not hand out to a domain with devpivot's few devices: on `pc` it allocates
+ * from 0x02 up; on `q35` it puts devices behind root ports in slot 0x01 and the chipset's own in 0x1f.
+ */
 const NIC_PCI_SLOT = '0x1e';
+/** The root bus's name: `pci.0` on i440FX (`pc`), `pcie.0` on Q35. */
+const ROOT_BUS = { pc: 'pci.0', q35: 'pcie.0' } as const;
 
 /**
  * The user-mode network on the QEMU command line: slirp with the ssh forward, the virtio NIC, and the
@@ -296,7 +328,7 @@ const NIC_PCI_SLOT = '0x1e';
  * other queue lets the filter answer the guest. Each chardev reconnects every second, so the domain starts
  * before devpivot listens and survives its restart; while nothing listens, the guest's frames are dropped.
  */
-function networkArgs(network: GuestNetworkSpec | undefined): string[] {
+function networkArgs(network: GuestNetworkSpec | undefined, machine: keyof typeof ROOT_BUS): string[] {
   if (!network) return [];
   const netdev = ['user', `id=${NETDEV_ID}`];
   if (network.sshPort !== undefined) netdev.push(`hostfwd=tcp:127.0.0.1:${network.sshPort}-:22`);
@@ -304,7 +336,7 @@ function networkArgs(network: GuestNetworkSpec | undefined): string[] {
     '-netdev',
     netdev.join(','),
     '-device',
-    `virtio-net-pci,netdev=${NETDEV_ID},bus=pci.0,addr=${NIC_PCI_SLOT}`,
+    `virtio-net-pci,netdev=${NETDEV_ID},bus=${ROOT_BUS[machine]},addr=${NIC_PCI_SLOT}`,
   ];
   const filter = network.filter;
   if (!filter) return args;

@@ -1,3 +1,4 @@
+import type { Firmware } from '../core/firmware.js';
 import type { GuestNetworkSpec } from './domain-xml.js';
 
 export type { GuestNetworkSpec } from './domain-xml.js';
@@ -32,7 +33,12 @@ export interface NodeSpec {
   ignition: string;
   memoryMiB: number;
   vcpus: number;
-  firmware: 'bios' | 'uefi';
+  firmware: Firmware;
+  /**
+   * An emulated TPM 2.0 (libvirt's swtpm backend). Its state lives with the domain: kept across the node's reboots
+   * and power cycles, removed when the domain is undefined (`destroy`).
+   */
+  tpm?: boolean;
   /**
    * Optional direct kernel boot (paths on the hypervisor host) instead of booting the disk through firmware.
    * devpivot's own flows never set it: real images boot from their disk. The VM layer's tests use it.

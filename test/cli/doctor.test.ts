@@ -23,6 +23,9 @@ test('doctor --json reports every requirement of this machine truthfully', async
     'ostree',
     'ignition-validate',
     'grub-pc-bin',
+    'signed-boot-chain',
+    'secure-boot',
+    'swtpm',
     'disk',
     'storage-pool',
   ]) {
@@ -33,6 +36,10 @@ test('doctor --json reports every requirement of this machine truthfully', async
   t.regex(byName.get('libvirt')!.detail, /libvirt \d+\.\d+/);
   t.regex(byName.get('accel')!.detail, /^(KVM|TCG \(KVM not usable: .+\))$/);
   if (!existsSync('/dev/kvm')) t.regex(byName.get('accel')!.detail, /^TCG/);
+  // Secure Boot and TPM rows say what this host has, by the files themselves
+  t.is(byName.get('secure-boot')!.ok, existsSync('/usr/share/OVMF/OVMF_VARS_4M.ms.fd'));
+  t.is(byName.get('swtpm')!.ok, existsSync('/usr/bin/swtpm') && existsSync('/usr/bin/swtpm_setup'));
+  if (byName.get('swtpm')!.ok) t.regex(byName.get('swtpm')!.detail, /TPM emulator version \d/);
   t.is(result.code, rows.every((row) => row.ok) ? 0 : 1);
 });
 

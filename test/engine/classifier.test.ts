@@ -464,3 +464,40 @@ test("bootc refusing a layer media type it cannot read is the guest's own error,
   const failures = events.flatMap((event) => (event.kind === 'guest.failure' ? [event.reason] : []));
   t.deepEqual(failures, [`update tool error: ${line}`]);
 });
+
+test('Secure Boot refusals (firmware, shim, GRUB) are one typed failure per boot, not a wait until timeout', (t) => {
+  const firmware = run(consoleOf('secure-boot-refusals.log')).events;
+  t.deepEqual(
+    firmware.map((e) => e.kind === 'guest.failure' && { cause: e.cause, reason: e.reason }),
+    [
+      {
+        cause: 'secure-boot',
+        reason:
+          'Secure Boot: the firmware refused the boot loader: BdsDxe: failed to load Boot0002 "UEFI Misc Device" from PciRoot(0x0)/Pci(0x2,0x0): Access Denied',
+      },
+    ],
+  );
+  // GRUB (Debian 2.06, grub-core/kern/efi/sb.c) on an unsigned kernel, then its consequence: one failure
+  const grub = run(
+    ['error: bad shim signature.', 'error: you need to load the kernel first.', ''].map((line) => ({
+      kind: 'vm.console' as const,
+      node: 'n1',
+      line,
+    })),
+  ).events;
+  t.is(grub.length, 1);
+  t.like(grub[0], { kind: 'guest.failure', cause: 'secure-boot' });
+  t.regex((grub[0] as { reason: string }).reason, /^Secure Boot: GRUB refused the kernel: shim did not verify it: /);
+  // 2.12's form with the source position, and shim's own refusal of its second stage
+  for (const line of [
+    'error: ../../grub-core/kern/efi/sb.c:182:bad shim signature.',
+    'Verification failed: (0x1A) Security Violation',
+  ])
+    t.like(run([{ kind: 'vm.console', node: 'n1', line }]).events[0], { kind: 'guest.failure', cause: 'secure-boot' });
+  // Not refusals: a boot entry that is not there, plain UEFI's GRUB video error before any tool runs
+  for (const line of [
+    'BdsDxe: failed to load Boot0001 "UEFI QEMU DVD-ROM QM00005 " from PciRoot(0x0)/Pci(0x1F,0x2)/Sata(0x2,0xFFFF,0x0): Not Found',
+    'error: no suitable video mode found.',
+  ])
+    t.deepEqual(run([{ kind: 'vm.console', node: 'n1', line }]).events, [], line);
+});

@@ -155,8 +155,9 @@ const malformed: [string, string, string[]][] = [
   [
     'bad firmware',
     'nodes:\n  n:\n    firmware: efi\n',
-    ["3:15: node 'n' firmware must be one of bios, uefi; got 'efi' (did you mean 'uefi'?)"],
+    ["3:15: node 'n' firmware must be one of bios, uefi, uefi-secure; got 'efi' (did you mean 'uefi'?)"],
   ],
+  ['tpm not a boolean', 'nodes:\n  n:\n    tpm: yes please\n', ["3:10: node 'n' tpm must be true or false"]],
   [
     'bad driver',
     'nodes:\n  n:\n    driver: rpmostree\n',

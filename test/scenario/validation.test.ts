@@ -47,6 +47,26 @@ test('memory is checked against the host, firmware files against what is install
   t.notThrows(() => parseScenario('nodes:\n  n: { firmware: uefi }\n', '/s.yaml', withOvmf));
 });
 
+test('uefi-secure needs the Secure Boot OVMF pair, tpm: true needs swtpm', (t) => {
+  const env = fakeEnvironment(
+    { '/usr/share/OVMF/OVMF_CODE_4M.ms.fd': 'file' },
+    {
+      firmwareFiles: { 'uefi-secure': ['/usr/share/OVMF/OVMF_CODE_4M.ms.fd', '/usr/share/OVMF/OVMF_VARS_4M.ms.fd'] },
+      tpmFiles: ['/usr/bin/swtpm'],
+    },
+  );
+  t.deepEqual(
+    issuesOf(() => parseScenario('nodes:\n  n: { firmware: uefi-secure, tpm: true }\n', '/s.yaml', env)),
+    [
+      "2:18: node 'n' firmware uefi-secure needs /usr/share/OVMF/OVMF_VARS_4M.ms.fd, which this host does not have",
+      "2:36: node 'n' tpm needs /usr/bin/swtpm, which this host does not have",
+    ],
+  );
+  const node = parseScenario('nodes:\n  n: { tpm: false }\n', '/s.yaml', env).nodes[0]!;
+  t.is(node.tpm, false);
+  t.is(node.firmware, 'bios');
+});
+
 test('a checksum of digits only is read as written, not as a YAML number', (t) => {
   const digits = '0123456789'.repeat(7).slice(0, 64);
   const env = fakeEnvironment({ '/d/disk.qcow2': 'qcow2' });

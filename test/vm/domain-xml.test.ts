@@ -74,6 +74,26 @@ test('UEFI uses OVMF code read-only and a vars template', (t) => {
   t.regex(xml, /<nvram template='\/usr\/share\/OVMF\/OVMF_VARS_4M.fd'\/>/);
 });
 
+test('uefi-secure: the Secure Boot OVMF pair on a q35 machine with SMM, the NIC on its root bus', (t) => {
+  const xml = domainXml({ ...base, firmware: 'uefi-secure', network: { sshPort: 2222 } });
+  t.regex(xml, /<type arch='x86_64' machine='q35'>hvm<\/type>/);
+  t.regex(xml, /<loader readonly='yes' secure='yes' type='pflash'>\/usr\/share\/OVMF\/OVMF_CODE_4M.ms.fd<\/loader>/);
+  t.regex(xml, /<nvram template='\/usr\/share\/OVMF\/OVMF_VARS_4M.ms.fd'\/>/);
+  t.regex(xml, /<features><acpi\/><apic\/><smm state='on'\/><\/features>/);
+  t.regex(xml, /virtio-net-pci,netdev=devpivot-net0,bus=pcie\.0,addr=0x1e/);
+  t.notRegex(xml, /<tpm/);
+  // plain UEFI and BIOS stay on i440FX, without SMM
+  const plain = domainXml({ ...base, firmware: 'uefi', network: { sshPort: 2222 } });
+  t.regex(plain, /machine='pc'/);
+  t.notRegex(plain, /smm|secure=/);
+  t.regex(plain, /bus=pci\.0,addr=0x1e/);
+});
+
+test('tpm: an emulated TPM 2.0 (swtpm) on the TIS interface', (t) => {
+  const xml = domainXml({ ...base, tpm: true });
+  t.regex(xml, /<tpm model='tpm-tis'>\s*<backend type='emulator' version='2.0'\/>\s*<\/tpm>/);
+});
+
 test('old libvirt gets -fw_cfg on the qemu command line, commas doubled', (t) => {
   t.is(fwCfgMethod(6_004_000), 'qemu-commandline');
   t.is(fwCfgMethod(6_005_000), 'sysinfo');

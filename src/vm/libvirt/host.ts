@@ -299,6 +299,7 @@ export class LibvirtHost implements VmHost, NodeHost {
         memoryMiB: spec.memoryMiB,
         vcpus: spec.vcpus,
         firmware: spec.firmware,
+        ...(spec.tpm ? { tpm: true } : {}),
         disk: overlayPath,
         ignition: { path: ignitionPath, method: fwCfgMethod(this.libVersion) },
         consoleLog: posix.join(poolDir, logName),
