@@ -5,8 +5,8 @@
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { totalmem } from 'node:os';
-import type { LocalSource } from '../oci/local-source.js';
 import type { Firmware } from '../core/firmware.js';
+import type { LocalSource } from '../oci/local-source.js';
 import { FIXTURE_RECIPE } from './fixture-recipe.js';
 
 export type PathKind = 'file' | 'directory' | 'other' | 'missing' | 'unreadable';
