@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { EventBus } from '../core/bus.js';
+import { type RegistryCredentials, requireBasic } from './auth.js';
 import type { RegistryFaults } from './blob-stream.js';
 import { RegistryError, unsupported } from './errors.js';
 import { type RequestContext, sendError } from './handlers/context.js';
@@ -18,6 +19,8 @@ export interface RegistryOptions {
   faults?: RegistryFaults;
   /** Fill misses (blobs, manifests by digest) from this upstream (pull-through/pull-through.ts). */
   pullThrough?: PullThroughOptions;
+  /** Require these credentials on every request (auth.ts). */
+  auth?: RegistryCredentials;
 }
 
 /** A Node request listener that is also a handle on the live fault settings and the store. */
@@ -75,6 +78,14 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
         ...(node !== undefined ? { node } : {}),
       });
     });
+    if (options.auth) {
+      try {
+        requireBasic(req, options.auth);
+      } catch (error) {
+        sendError(ctx, error as RegistryError);
+        return;
+      }
+    }
     if (readOnly) {
       // The body is never read: the connection closes after the answer.
       res.setHeader('Allow', 'GET, HEAD');

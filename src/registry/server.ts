@@ -1,12 +1,15 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
+import type { RegistryCredentials } from './auth.js';
 import type { RegistryFaults } from './blob-stream.js';
 import { createRegistry, type RegistryListener } from './handler.js';
 import type { PullThroughOptions } from './pull-through/pull-through.js';
 import { markServing } from './storage/serving.js';
 import { RegistryStore, type StoreOptions } from './store.js';
+import type { RegistryTls } from './tls.js';
 
 export interface StartRegistryOptions extends StoreOptions {
   /** Default 127.0.0.1: devpivot never exposes its registry beyond loopback unless told to. */
@@ -19,11 +22,19 @@ export interface StartRegistryOptions extends StoreOptions {
   faults?: RegistryFaults;
   /** Pull-through: fill misses from an upstream (pull-through/pull-through.ts). */
   pullThrough?: PullThroughOptions;
+  /** Serve HTTPS on every port with this certificate (tls.ts `registryTls`); plain HTTP when omitted. */
+  tls?: RegistryTls;
+  /** Require these credentials (HTTP Basic, auth.ts) on every request of every port. */
+  auth?: RegistryCredentials;
 }
 
 export interface RunningRegistry {
-  /** `http://host:port` (no trailing slash). Stable across stop()/start(). */
+  /** `http://host:port`, or `https://` with `tls` (no trailing slash). Stable across stop()/start(). */
   readonly url: string;
+  /** The CA clients must trust (PEM), with `tls`. */
+  readonly caPem: string | undefined;
+  /** The credentials it requires, with `auth`. */
+  readonly auth: RegistryCredentials | undefined;
   readonly host: string;
   readonly port: number;
   /** Host:port as image references spell it, e.g. `127.0.0.1:5000/devpivot/os@sha256:...`. */
@@ -82,13 +93,20 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     bus: options.bus,
     faults: options.faults,
     ...(options.pullThrough ? { pullThrough: options.pullThrough } : {}),
+    ...(options.auth ? { auth: options.auth } : {}),
   });
+  const serverOptions = { keepAliveTimeout: 30_000, requestTimeout: 0 };
+  const tls = options.tls;
+  const makeServer = (handler: RequestListener): Server =>
+    tls
+      ? (createHttpsServer({ ...serverOptions, key: tls.keyPem, cert: tls.certPem }, handler) as unknown as Server)
+      : createServer(serverOptions, handler);
   let server: Server | undefined;
   let port = options.port ?? 0;
   /** The node ports: a server while listening, and the port to listen on again after stop(). */
   const nodes = new Map<string, { port: number; server: Server | undefined }>();
   const listenNode = async (node: string, entry: { port: number; server: Server | undefined }) => {
-    const next = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0 }, listener.forNode(node));
+    const next = makeServer(listener.forNode(node));
     await listen(next, entry.port, host);
     entry.server = next;
     entry.port = (next.address() as AddressInfo).port;
@@ -105,8 +123,10 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const registry = {
     get url() {
-      return `http://${urlHost}:${port}`;
+      return `${tls ? 'https' : 'http'}://${urlHost}:${port}`;
     },
+    caPem: tls?.caPem,
+    auth: options.auth,
     host,
     get port() {
       return port;
@@ -139,7 +159,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     },
     async start() {
       if (server) return;
-      const next = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0 }, listener);
+      const next = makeServer(listener);
       await listen(next, port, host);
       port = (next.address() as AddressInfo).port;
       try {

@@ -28,7 +28,16 @@ export interface MirrorSpec {
   upstream?: string;
 }
 
-export type RegistrySpec = { kind: 'embedded'; mirror?: MirrorSpec } | { kind: 'external'; url: string };
+export type RegistrySpec =
+  | {
+      kind: 'embedded';
+      mirror?: MirrorSpec;
+      /** HTTPS with a CA devpivot makes, carried to every node (registry/tls.ts). */
+      tls?: true;
+      /** Credentials required; every node is given a pull secret (registry/auth.ts). */
+      auth?: true;
+    }
+  | { kind: 'external'; url: string };
 
 export interface NodeDef {
   name: string;
@@ -50,6 +59,10 @@ export interface NodeDef {
   ignition?: Record<string, unknown>;
   /** `mco-image:` (driver mcd): the MCO image pullspec the units run; unset = the fixture's, built by devpivot. */
   mcoImage?: string;
+  /** `registry-ca: other` (registry tls): the node is given a CA that did not sign the registry's certificate. */
+  registryCa?: 'other';
+  /** `pull-secret: false` (registry auth): the node is given no pull secret. */
+  pullSecret?: false;
   pos: Position;
 }
 
