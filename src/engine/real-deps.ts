@@ -35,7 +35,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
     async startRegistry({ host, port, storage, bus, pullThrough, tls, auth }) {
       const material = tls ? await registryTls(tls.dir) : undefined;
       const otherCaPem = tls?.otherCa
-        ? await readFile(await makeCa(join(tls.dir, 'other'), 'ca', 'devpivot other CA (not the registry)'), 'utf8')
+        ? await readFile(await makeCa(`${tls.dir}-other`, 'devpivot other CA (not the registry)'), 'utf8')
         : undefined;
       const credentials = auth ? newCredentials() : undefined;
       embedded = await startRegistry({

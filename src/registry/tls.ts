@@ -2,8 +2,11 @@
  * The embedded registry's TLS material: a CA of its own and a server certificate it signs for the addresses
  * clients use (127.0.0.1 on this host, 10.0.2.2 from user-mode guests, localhost). Made with the `openssl` CLI:
  * node:crypto makes keys but cannot issue X.509 certificates, and openssl is on every host that runs the tools
- * devpivot drives (a host package, scripts/setup-plan.mjs), so no certificate library is added. Keys are written
- * mode 0600 in a directory of mode 0700; certificates 0644.
+ * devpivot drives (a host package, scripts/setup-plan.mjs), so no certificate library is added.
+ *
+ * Layout: `DIR/ca.crt` alone at the top, so DIR is what skopeo/podman `--cert-dir` and certs.d take (there a
+ * `*.key` names a client certificate); the keys (0600), the server certificate and openssl's serial file are
+ * under `DIR/private/` (0700).
  */
 import { execFile } from 'node:child_process';
 import { access, chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -42,18 +45,22 @@ function openssl(args: string[], cwd: string): Promise<void> {
   });
 }
 
-/** Make a CA (key + self-signed certificate) named `name` in `dir`: `NAME.key` (0600), `NAME.crt`. */
-export async function makeCa(dir: string, name = 'ca', subject = 'devpivot registry CA'): Promise<string> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  await openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', `${name}.key`], dir);
-  await chmod(join(dir, `${name}.key`), 0o600);
+async function newKey(dir: string, file: string): Promise<void> {
+  await openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', file], dir);
+  await chmod(join(dir, file), 0o600);
+}
+
+/** Make a CA in `dir`: `ca.crt`, its key in `private/ca.key` (0600). Returns the certificate's path. */
+export async function makeCa(dir: string, subject = 'devpivot registry CA'): Promise<string> {
+  await mkdir(join(dir, 'private'), { recursive: true, mode: 0o700 });
+  await newKey(dir, 'private/ca.key');
   await openssl(
     [
       'req',
       '-x509',
       '-new',
       '-key',
-      `${name}.key`,
+      'private/ca.key',
       '-subj',
       `/CN=${subject}`,
       '-days',
@@ -63,11 +70,11 @@ export async function makeCa(dir: string, name = 'ca', subject = 'devpivot regis
       '-addext',
       'keyUsage=critical,keyCertSign,cRLSign',
       '-out',
-      `${name}.crt`,
+      'ca.crt',
     ],
     dir,
   );
-  return join(dir, `${name}.crt`);
+  return join(dir, 'ca.crt');
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -82,15 +89,15 @@ async function exists(path: string): Promise<boolean> {
  * restarted keeps the CA its clients were told).
  */
 export async function registryTls(dir: string): Promise<RegistryTls> {
-  const files = ['ca.crt', 'server.key', 'server.crt'].map((f) => join(dir, f));
+  const files = ['ca.crt', 'private/server.key', 'private/server.crt'].map((f) => join(dir, f));
   if (!(await Promise.all(files.map(exists))).every(Boolean)) {
     await makeCa(dir);
-    await openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'server.key'], dir);
-    await chmod(join(dir, 'server.key'), 0o600);
-    await openssl(['req', '-new', '-key', 'server.key', '-subj', '/CN=devpivot registry', '-out', 'server.csr'], dir);
+    await newKey(dir, 'private/server.key');
+    const csr = ['-new', '-key', 'private/server.key', '-subj', '/CN=devpivot registry', '-out', 'private/server.csr'];
+    await openssl(['req', ...csr], dir);
     const san = [...SERVER_NAMES.ip.map((ip) => `IP:${ip}`), ...SERVER_NAMES.dns.map((d) => `DNS:${d}`)].join(',');
     await writeFile(
-      join(dir, 'server.ext'),
+      join(dir, 'private', 'server.ext'),
       `subjectAltName=${san}\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n`,
     );
     await openssl(
@@ -98,18 +105,20 @@ export async function registryTls(dir: string): Promise<RegistryTls> {
         'x509',
         '-req',
         '-in',
-        'server.csr',
+        'private/server.csr',
         '-CA',
         'ca.crt',
         '-CAkey',
-        'ca.key',
+        'private/ca.key',
+        '-CAserial',
+        'private/ca.srl',
         '-CAcreateserial',
         '-days',
         DAYS,
         '-extfile',
-        'server.ext',
+        'private/server.ext',
         '-out',
-        'server.crt',
+        'private/server.crt',
       ],
       dir,
     );
