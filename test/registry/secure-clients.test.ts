@@ -129,15 +129,7 @@ test('skopeo: told the CA and the auth file it copies by digest; another CA or n
   t.not(wrongCa.code, 0);
   t.regex(wrongCa.stderr, /x509: certificate signed by unknown authority/);
 
-  const noAuth = await run('skopeo', [
-    'inspect',
-    '--raw',
-    '--cert-dir',
-    secure.certDir,
-    '--authfile',
-    noSecret,
-    ref(),
-  ]);
+  const noAuth = await run('skopeo', ['inspect', '--raw', '--cert-dir', secure.certDir, '--authfile', noSecret, ref()]);
   t.not(noAuth.code, 0);
   t.regex(noAuth.stderr, /authentication required|unauthorized/i);
 });
@@ -213,16 +205,7 @@ test('podman: pull with --cert-dir and --authfile into its own storage; without 
   t.is(inspect.stdout.trim(), unpackable.manifest.digest);
   const refused = await run(
     'podman',
-    [
-      ...base,
-      'pull',
-      '-q',
-      '--cert-dir',
-      secure.certDir,
-      '--authfile',
-      noSecret,
-      `docker://${r.host}/secure/os:v1`,
-    ],
+    [...base, 'pull', '-q', '--cert-dir', secure.certDir, '--authfile', noSecret, `docker://${r.host}/secure/os:v1`],
     120_000,
   );
   t.not(refused.code, 0);
