@@ -1,4 +1,5 @@
 import { checkOsImage, overrideOsImage } from '../../scenario/os-image.js';
+import { overrideRegistryTrust } from '../../scenario/registry-override.js';
 import type { Command } from '../command.js';
 import { ciPresenter, DEFAULT_SCENARIO, runScenarioFiles, scenarioOptions } from '../scenario-run.js';
 
@@ -10,14 +11,16 @@ export function interactive(stdout: { isTTY?: boolean }, env: NodeJS.ProcessEnv)
 export const command: Command = {
   name: 'up',
   summary: 'Run a scenario live: registry, images, VMs, pivot (default: old-to-new)',
-  usage: '[FILE] [--os-image PULLSPEC] [--json] [--junit FILE] [--keep] [--connect URI]',
+  usage: '[FILE] [--os-image PULLSPEC] [--tls] [--auth] [--json] [--junit FILE] [--keep] [--connect URI]',
   description:
     'Start the registry, build the oscontainers, boot the nodes and watch them pivot, live. Without FILE it runs\n' +
     'scenarios/old-to-new.yaml: a fixture:1 node pivots to an oscontainer built from fixture:2.\n' +
     'Keys: up/down or Tab select a node, c toggles its console, q quits (removing the VMs), k quits keeping them.\n' +
     'Not a terminal, CI=true or --json: plain lines (or NDJSON) instead of the interactive view.\n' +
     "--os-image PULLSPEC (the installer's osImageURLOverride): the scenario's pivot target becomes that image, pulled\n" +
-    'into the embedded registry and given to the guest pinned by digest (HOST[:PORT]/REPO[:TAG] or @sha256:...).',
+    'into the embedded registry and given to the guest pinned by digest (HOST[:PORT]/REPO[:TAG] or @sha256:...).\n' +
+    '--tls / --auth: the embedded registry serves HTTPS with a CA carried to the nodes / requires credentials, each\n' +
+    "node given a pull secret where its driver's tool reads it (the scenario's registry: { tls: true, auth: true }).",
   options: {
     ...scenarioOptions,
     'os-image': {
@@ -25,6 +28,8 @@ export const command: Command = {
       valueName: 'PULLSPEC',
       description: "Pivot to this image instead of the scenario's target (osImageURLOverride)",
     },
+    tls: { type: 'boolean', description: 'The embedded registry serves HTTPS; its CA reaches the nodes by Ignition' },
+    auth: { type: 'boolean', description: 'The embedded registry requires credentials; the nodes get a pull secret' },
   },
   positionals: [0, 1],
   async run(context) {
@@ -32,7 +37,10 @@ export const command: Command = {
     const written = context.args.string('os-image');
     // Checked before anything starts: a bad pullspec is a usage error (exit status 2).
     const osImage = written === undefined ? undefined : checkOsImage(written);
-    const load = osImage ? { rewrite: (text: string, name: string) => overrideOsImage(text, name, osImage) } : {};
+    const trust = { tls: context.args.flag('tls'), auth: context.args.flag('auth') };
+    const rewrite = (text: string, name: string) =>
+      overrideRegistryTrust(osImage ? overrideOsImage(text, name, osImage) : text, name, trust);
+    const load = osImage || trust.tls || trust.auth ? { rewrite } : {};
     if (context.args.flag('json') || !interactive(context.stdout, context.env)) {
       return runScenarioFiles([file], context, () => ciPresenter(context), load);
     }
