@@ -37,20 +37,18 @@ test.before(async () => {
   work = await tempDir('devpivot-secure-clients-');
   noSecret = join(work, 'none.json');
   await writeFile(noSecret, '{"auths": {}}\n');
-  const layout = join(work, 'layout');
-  await writeOciLayout(layout, image.manifest, [image.config, ...image.layers], 'v1');
-  const push = await run('skopeo', [
-    '--insecure-policy',
-    'copy',
-    '--dest-cert-dir',
-    secure.certDir,
-    '--dest-authfile',
-    secure.authFile,
-    `oci:${layout}:v1`,
-    `docker://${r.host}/secure/os:v1`,
-  ]);
+  const push = await pushLayout(image, 'layout', `docker://${r.host}/secure/os:v1`);
   if (push.code !== 0) throw new Error(`skopeo push: ${push.stderr}`);
 });
+
+/** skopeo copy of `pushed` (an OCI layout written for it) to `target`, told the CA and the pull secret. */
+async function pushLayout(pushed: Image, name: string, target: string) {
+  const layout = join(work, name);
+  await writeOciLayout(layout, pushed.manifest, [pushed.config, ...pushed.layers], 'v1');
+  const { certDir, authFile } = secure;
+  const args = ['--dest-cert-dir', certDir, '--dest-authfile', authFile, `oci:${layout}:v1`, target];
+  return run('skopeo', ['--insecure-policy', 'copy', ...args]);
+}
 test.after.always(async () => {
   await r?.close();
   if (work) await rm(work, { recursive: true, force: true });
@@ -172,19 +170,8 @@ async function tarImage(): Promise<Image> {
 
 test('podman: pull with --cert-dir and --authfile into its own storage; without the auth file it is refused', async (t) => {
   const unpackable = await tarImage();
-  const layout = join(work, 'layout-tar');
-  await writeOciLayout(layout, unpackable.manifest, [unpackable.config, ...unpackable.layers], 'tar');
   const target = `docker://${r.host}/secure/podman:tar`;
-  const push = await run('skopeo', [
-    '--insecure-policy',
-    'copy',
-    '--dest-cert-dir',
-    secure.certDir,
-    '--dest-authfile',
-    secure.authFile,
-    `oci:${layout}:tar`,
-    target,
-  ]);
+  const push = await pushLayout(unpackable, 'layout-tar', target);
   t.is(push.code, 0, push.stderr);
   const root = join(work, 'podman');
   const base = ['--root', join(root, 'root'), '--runroot', join(root, 'run'), '--storage-driver', 'vfs'];
