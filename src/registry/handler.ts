@@ -82,6 +82,8 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
       try {
         requireBasic(req, options.auth);
       } catch (error) {
+        // The body of a refused upload is never read: the connection closes after the answer.
+        if (req.method !== 'GET' && req.method !== 'HEAD') res.setHeader('Connection', 'close');
         sendError(ctx, error as RegistryError);
         return;
       }

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import test from 'ava';
 import { RegistryClient } from '../../src/oscontainer/registry-client.js';
+import { caFetch } from '../../src/oscontainer/transport/ca-fetch.js';
 import { trustRegistry } from '../../src/oscontainer/transport/trusted.js';
 import { makeCa } from '../../src/registry/tls.js';
 import {
@@ -226,4 +227,24 @@ test("devpivot's transport: a trusted address is spoken to over HTTPS with the C
   } finally {
     withoutCredentials();
   }
+});
+
+test('a push without credentials is refused 401 and stores nothing; the node ports ask for them too', async (t) => {
+  const viaCa = caFetch(await readFile(secure.caFile, 'utf8'));
+  const blob = Buffer.from(`not stored ${Date.now()}`);
+  const digest = digestOf(blob);
+  const upload = await viaCa(`${r.url}/v2/secure/anon/blobs/uploads/?digest=${digest}`, { method: 'POST', body: blob });
+  t.is(upload.status, 401);
+  t.is(upload.headers.get('www-authenticate'), 'Basic realm="devpivot registry"');
+  t.is(upload.headers.get('connection'), 'close');
+  await upload.body?.cancel();
+  const { username, password } = secure.credentials;
+  const authorization = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+  const head = await viaCa(`${r.url}/v2/secure/anon/blobs/${digest}`, { method: 'HEAD', headers: { authorization } });
+  t.is(head.status, 404, 'the refused upload stored nothing');
+  const nodePort = await r.registry.addNodePort('node-x');
+  const node = await viaCa(`https://127.0.0.1:${nodePort}/v2/`);
+  t.is(node.status, 401);
+  const nodeOk = await viaCa(`https://127.0.0.1:${nodePort}/v2/`, { headers: { authorization } });
+  t.is(nodeOk.status, 200);
 });

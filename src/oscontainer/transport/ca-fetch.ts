@@ -16,6 +16,9 @@ export function caFetch(caPem: string) {
     new Promise((resolve, reject) => {
       const headers = new Headers(init.headers);
       const body = init.body as Buffer | Uint8Array | string | null | undefined;
+      // As fetch does for a body of known length (no chunked encoding).
+      if (body != null && !headers.has('content-length'))
+        headers.set('content-length', String(Buffer.byteLength(body)));
       const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
       const req = send(
         url,
