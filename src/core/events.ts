@@ -12,7 +12,7 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 export type DevpivotEvent =
   | { kind: 'log'; level: LogLevel; source: string; message: string }
   // registry
-  | { kind: 'registry.listening'; url: string; storage: string }
+  | { kind: 'registry.listening'; url: string; storage: string; ca?: string }
   | {
       kind: 'registry.request';
       method: string;

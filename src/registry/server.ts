@@ -176,7 +176,12 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
       unmark = await markServing(store.root);
       expiry = setInterval(() => void store.expireUploads().catch(() => {}), Math.min(store.uploadTtlMs, 3_600_000));
       expiry.unref();
-      options.bus?.emit({ kind: 'registry.listening', url: registry.url, storage: options.storage });
+      options.bus?.emit({
+        kind: 'registry.listening',
+        url: registry.url,
+        storage: options.storage,
+        ...(tls ? { ca: tls.caFile } : {}),
+      });
     },
     async stop() {
       const current = server;

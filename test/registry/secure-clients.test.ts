@@ -59,6 +59,8 @@ const ref = () => `docker://${r.host}/secure/os@${image.manifest.digest}`;
 
 test('the registry serves HTTPS only, with credentials required on /v2/ (a Basic challenge)', async (t) => {
   t.true(r.url.startsWith('https://'));
+  const listening = r.events.find((e) => e.kind === 'registry.listening');
+  t.is(listening && 'ca' in listening ? listening.ca : undefined, secure.caFile, 'registry.listening names the CA');
   const plain = await run('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', `http://${r.host}/v2/`]);
   t.not(plain.stdout, '200', 'plain HTTP on the TLS port gets no registry answer');
   const anonymous = await run('curl', ['-s', '-i', '--cacert', secure.caFile, `${r.url}/v2/`]);
