@@ -48,10 +48,12 @@ export function requireBasic(req: IncomingMessage, credentials: RegistryCredenti
     )
       return;
   }
+  // containers/image sends `Basic Og==` (an empty user and password) when it has no credentials: none, not wrong.
+  const sent = match ? Buffer.from(match[1]!, 'base64').toString('utf8') : ':';
   throw new RegistryError(
     401,
     'UNAUTHORIZED',
-    match ? 'authentication required: wrong user or password' : 'authentication required',
+    sent === ':' ? 'authentication required' : 'authentication required: wrong user or password',
     undefined,
     { 'WWW-Authenticate': `Basic realm="${AUTH_REALM}"` },
   );
