@@ -36,6 +36,7 @@ export const PACKAGES = {
   ovmf: ['edk2-ovmf'],
   jq: ['jq'],
   curl: ['curl'],
+  openssl: ['openssl'], // the embedded registry's TLS CA and certificate (src/registry/tls.ts)
   'docker-registry': ['docker-distribution'],
   python3: ['python3'],
   // Local images and derived builds (containers-storage:, podman build): podman as root and rootless.

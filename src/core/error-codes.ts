@@ -240,6 +240,10 @@ const CATALOG = {
 
   // The embedded registry: the distribution spec's error codes ("Error Codes"), plus listening
   REGISTRY_LISTEN: { title: 'The registry cannot listen on that address' },
+  REGISTRY_TLS: {
+    title: 'The registry TLS certificates cannot be made',
+    hint: 'check that openssl works and the state directory is writable',
+  },
   REGISTRY_STORE_SERVING: {
     title: 'Another process serves this registry store',
     hint: 'stop that registry (or its devpivot session) first, or use --dry-run to see what gc would remove',

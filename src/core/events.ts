@@ -15,7 +15,7 @@ export type FailureCause = 'secure-boot';
 export type DevpivotEvent =
   | { kind: 'log'; level: LogLevel; source: string; message: string }
   // registry
-  | { kind: 'registry.listening'; url: string; storage: string }
+  | { kind: 'registry.listening'; url: string; storage: string; ca?: string }
   | {
       kind: 'registry.request';
       method: string;

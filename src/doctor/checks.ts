@@ -243,6 +243,8 @@ export const checks: Check[] = [
   checkFwCfg,
   program('skopeo', 'skopeo', ['--version'], 'skopeo'),
   program('ostree', 'ostree', ['--version'], 'ostree'),
+  // registry: { tls: true } and registry serve --tls make their CA and certificate with it (registry/tls.ts).
+  program('openssl', 'openssl', ['version'], 'openssl'),
   program('ignition-validate', 'ignition-validate', ['--version'], 'ignition'),
   checkGrub,
   checkSignedBootChain,

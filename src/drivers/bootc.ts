@@ -16,6 +16,9 @@ export const bootc: DriverDefinition = {
     refusal: { message: `cannot be set by the bootc driver (${NO_KARGS})`, hint: 'drop kernel-args' },
   },
   nodeKeys: [],
+  // ostree-ext's global auth file, first of /run/ostree, /etc/ostree, /usr/lib/ostree (bootc-dev/bootc
+  // crates/ostree-ext/src/globals.rs get_global_authfile, 5cfbed3f); /run is not kept across the pivot's reboot.
+  pullSecretPaths: ['/etc/ostree/auth.json'],
   fragment(image, kernelArgs) {
     if (kernelArgs.length > 0) {
       throw new UsageError(

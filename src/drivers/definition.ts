@@ -74,6 +74,11 @@ export interface DriverDefinition {
   specs: DriverSpecs;
   kernelArgs: KernelArgCapability;
   nodeKeys: readonly DriverNodeKey[];
+  /**
+   * Where the driver's guest tool reads the registry pull secret (auth.json format); devpivot writes the node's
+   * there, mode 0600, when the registry requires credentials (docs/PROTOCOLS.md "Trust").
+   */
+  pullSecretPaths: readonly string[];
   /** The files and units that make the first boot pivot to `image` (throws a UsageError on what it cannot do). */
   fragment(image: string, kernelArgs: KernelArg[], options: FragmentOptions): Fragment;
   /**

@@ -27,6 +27,8 @@ export const legacy: DriverDefinition = {
   // pivot reads ADD/DELETE lines from /etc/pivot/kernel-args (openshift/pivot cmd/root.go).
   kernelArgs: { add: true, delete: true },
   nodeKeys: [],
+  // pivot passes `--authfile /var/lib/kubelet/config.json` to podman when it exists (cmd/root.go, e31a72d).
+  pullSecretPaths: ['/var/lib/kubelet/config.json'],
   fragment(image, kernelArgs): Fragment {
     // pivot.service pulls exactly what the pullspec names: a tag could move under it, a digest cannot.
     if (!isDigestPinned(image)) {

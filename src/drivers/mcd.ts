@@ -2,7 +2,7 @@
  * `mcd`: RHCOS ≥ 4.6, what the machine-config server of OpenShift 4.13 serves a new node; its machine-config
  * daemon pivots on the first boot (docs/PROTOCOLS.md "mcd"; the fragment is ignition/mcd-fragment.ts).
  */
-import { mcdFragment } from '../ignition/mcd-fragment.js';
+import { MCD_PULL_SECRET_PATH, mcdFragment } from '../ignition/mcd-fragment.js';
 import type { DriverDefinition } from './definition.js';
 import { RPM_OSTREE_ROLLBACK } from './rollback.js';
 import { updateUnitNoReboot } from './update-unit.js';
@@ -21,6 +21,9 @@ export const mcd: DriverDefinition = {
     },
   },
   nodeKeys: ['mco-image'],
+  // The pull unit's `podman pull --authfile=` and the MCD's image pulls (pkg/daemon/constants/constants.go
+  // KubeletAuthFile, a57ca291): the file the MCS renders from the cluster's pull secret.
+  pullSecretPaths: [MCD_PULL_SECRET_PATH],
   // The MCD of 4.13 takes both formats by tag or digest; its MachineConfig is what the MCS would serve.
   fragment: (image, kernelArgs, options) => mcdFragment(image, kernelArgs, options.mcoImage),
   // Past firstboot the MCD updates a node when the cluster renders a new MachineConfig: there is no cluster

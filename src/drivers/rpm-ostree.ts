@@ -16,6 +16,9 @@ export const rpmOstree: DriverDefinition = {
   // after RebaseLayered (machine-config-operator pkg/daemon/update.go updateKernelArguments, a57ca291).
   kernelArgs: { add: true, delete: true },
   nodeKeys: [],
+  // ostree-ext's global auth file, first of /run/ostree, /etc/ostree, /usr/lib/ostree (bootc-dev/bootc
+  // crates/ostree-ext/src/globals.rs get_global_authfile, 5cfbed3f); /run is not kept across the pivot's reboot.
+  pullSecretPaths: ['/etc/ostree/auth.json'],
   fragment(image, kernelArgs) {
     const commands = [`/usr/bin/rpm-ostree rebase --experimental ${rebase(image)}`];
     if (kernelArgs.length > 0) {

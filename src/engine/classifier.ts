@@ -1,4 +1,5 @@
 import type { DevpivotEvent, EventOf, PivotPhase } from '../core/events.js';
+import { pullCause, pullCauseReason } from './pull-cause.js';
 import { secureBootRefusal } from './secure-boot.js';
 
 /**
@@ -302,8 +303,15 @@ function classifyLine(state: ClassifierState, node: string, raw: string): Classi
       events.push(...ignition.events);
     }
     const cause = NEEDS_CAUSE.has(reason) && state.lastError ? ` (last error before it: ${state.lastError})` : '';
+    // A pull refused for TLS or credentials says so first (pull-cause.ts), in the client's own words.
+    const pull = pullCause(`${line}${cause}`);
     const failure = once(next, `failure:${reason}`, [
-      { kind: 'guest.failure', node, reason: `${reason}: ${line}${cause}`, line },
+      {
+        kind: 'guest.failure',
+        node,
+        reason: `${pull ? `${pullCauseReason(pull)}: ` : ''}${reason}: ${line}${cause}`,
+        line,
+      },
     ]);
     return { state: failure.state, events: [...events, ...failure.events] };
   }

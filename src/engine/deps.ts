@@ -11,8 +11,12 @@ import type { SessionKey } from './ssh.js';
  * tests pass a fake VM host. Keep these shapes small: they are the contracts between the areas.
  */
 export interface RegistryHandle {
-  /** http://127.0.0.1:PORT */
+  /** http://127.0.0.1:PORT, or https:// with `tls` */
   readonly url: string;
+  /** With `tls`: the CA (PEM) that signed its certificate, and another one that did not (`registry-ca: other`). */
+  readonly tls?: { caPem: string; otherCaPem?: string };
+  /** With `auth`: the credentials it requires. */
+  readonly credentials?: { username: string; password: string };
   readonly port: number;
   /** Mutable: the engine's `fault` steps set and clear these while the registry runs. */
   readonly faults: RegistryFaults;
@@ -32,6 +36,10 @@ export type LoopbackRegistryOptions = Required<Pick<StartRegistryOptions, 'port'
   host: '127.0.0.1';
   /** Mirror mode with an upstream: fill misses under these repository paths from it (engine/mirror.ts). */
   pullThrough?: { upstream: string; paths: string[] };
+  /** HTTPS on every port, its CA and certificate made in `dir`; `otherCa`: one more CA, for `registry-ca: other`. */
+  tls?: { dir: string; otherCa: boolean };
+  /** Require credentials (made for the run) on every port. */
+  auth?: boolean;
 };
 
 /** What an oscontainer is built from: a commit of an ostree repository, or a root filesystem tree. */
@@ -112,7 +120,15 @@ export interface IgnitionRequest {
   image?: string;
   /** The Ignition spec to write: the node's (the engine always passes it); the generator's default when omitted. */
   spec?: string;
-  registry: { hostPort: string; insecure: boolean; mirrors?: { prefix: string; path: string }[] };
+  registry: {
+    hostPort: string;
+    insecure: boolean;
+    mirrors?: { prefix: string; path: string }[];
+    /** The CA the guest trusts for the registry's certificate (TLS). */
+    caPem?: string;
+    /** The node's pull secret (auth.json format), written where its driver's tools read one. */
+    pullSecret?: string;
+  };
   kernelArgs?: { add: string[]; delete: string[] };
   /** Public keys for the `core` user (`passwd.users`), on every node, with or without a pivot target. */
   sshKeys?: string[];

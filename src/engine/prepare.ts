@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { DRIVERS } from '../drivers/index.js';
+import { pullSecret } from '../registry/auth.js';
 import type { NodeDef } from '../scenario/types.js';
 import { stepNeedsSsh } from '../steps/index.js';
 import { guestFilterDir } from '../vm/guest-filter.js';
@@ -77,6 +78,15 @@ async function startRegistry(context: PrepareContext, world: World): Promise<voi
         ...(mirror?.upstream
           ? { pullThrough: { upstream: mirror.upstream, paths: mirror.prefixes.map((p) => p.path) } }
           : {}),
+        ...(spec.tls
+          ? {
+              tls: {
+                dir: join(context.stateDir, 'registry-tls'),
+                otherCa: context.scenario.nodes.some((def) => def.registryCa === 'other'),
+              },
+            }
+          : {}),
+        ...(spec.auth ? { auth: true } : {}),
       });
       world.registryUrl = world.registry.url;
     },
@@ -222,6 +232,9 @@ function renderIgnition(
   const hostPort = world.nodeRegistry.get(def.name)!;
   const sshKeys = world.access?.key ? [world.access.key.publicKey] : [];
   const mcoImage = def.mcoImage ?? fixtureMco?.(hostPort);
+  const tls = world.registry?.tls;
+  const caPem = def.registryCa === 'other' ? tls?.otherCaPem : tls?.caPem;
+  const credentials = def.pullSecret === false ? undefined : world.registry?.credentials;
   const config = context.deps.generateIgnition({
     driver: def.driver,
     ...(def.pivot ? { image: pivotImage(world, def) } : {}),
@@ -230,6 +243,8 @@ function renderIgnition(
       hostPort,
       insecure: world.registryUrl!.startsWith('http:'),
       ...(mirrors?.length ? { mirrors } : {}),
+      ...(caPem ? { caPem } : {}),
+      ...(credentials ? { pullSecret: pullSecret(credentials, [hostPort]) } : {}),
     },
     ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
     ...(sshKeys.length > 0 ? { sshKeys } : {}),

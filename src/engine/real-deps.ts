@@ -15,7 +15,10 @@ import {
   resolveThroughCache,
   upstreamClient,
 } from '../oscontainer/index.js';
+import { trustRegistry } from '../oscontainer/transport/trusted.js';
+import { newCredentials } from '../registry/auth.js';
 import { type RunningRegistry, startRegistry } from '../registry/index.js';
+import { makeCa, registryTls } from '../registry/tls.js';
 import { openHost } from '../vm/libvirt/index.js';
 import type { Deps, PushedImage } from './deps.js';
 import { underPaths } from './mirror.js';
@@ -32,12 +35,19 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
   /** The embedded registry this run started: builds push into its store in process. */
   let embedded: RunningRegistry | undefined;
   return {
-    async startRegistry({ host, port, storage, bus, pullThrough }) {
+    async startRegistry({ host, port, storage, bus, pullThrough, tls, auth }) {
+      const material = tls ? await registryTls(tls.dir) : undefined;
+      const otherCaPem = tls?.otherCa
+        ? await readFile(await makeCa(`${tls.dir}-other`, 'devpivot other CA (not the registry)'), 'utf8')
+        : undefined;
+      const credentials = auth ? newCredentials() : undefined;
       embedded = await startRegistry({
         host,
         port,
         storage,
         bus,
+        ...(material ? { tls: material } : {}),
+        ...(credentials ? { auth: credentials } : {}),
         ...(pullThrough
           ? {
               pullThrough: {
@@ -47,7 +57,29 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
             }
           : {}),
       });
-      return embedded;
+      if (!material && !credentials) return embedded;
+      // This process's own clients (builds, copies, the MCO push) reach every port with the CA and credentials.
+      const trust = { ...(material ? { caPem: material.caPem } : {}), ...(credentials ? { credentials } : {}) };
+      trustRegistry([embedded.address], trust);
+      const registry = embedded;
+      return {
+        get url() {
+          return registry.url;
+        },
+        get port() {
+          return registry.port;
+        },
+        faults: registry.faults,
+        ...(material ? { tls: { caPem: material.caPem, ...(otherCaPem ? { otherCaPem } : {}) } } : {}),
+        ...(credentials ? { credentials } : {}),
+        stop: () => registry.stop(),
+        start: () => registry.start(),
+        async addNodePort(node: string) {
+          const nodePort = await registry.addNodePort(node);
+          trustRegistry([`${registry.host}:${nodePort}`], trust);
+          return nodePort;
+        },
+      };
     },
 
     async buildOscontainer({ source, format = 'legacy', registry, repository, bus, signal }) {

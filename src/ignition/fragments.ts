@@ -7,6 +7,7 @@ import { DRIVERS, type PivotDriver } from '../drivers/index.js';
 import type { Fragment, KernelArg } from './fragment.js';
 import { type MirrorPrefix, mirrorFragment } from './mirror-fragment.js';
 import { REPORT_SCRIPT, UPDATE_UNITS } from './report-script.js';
+import { caFiles } from './trust-files.js';
 
 export type { FileNode, Fragment, KernelArg, UnitNode, UserNode } from './fragment.js';
 export { CONSOLE_DROPIN } from './fragment.js';
@@ -16,8 +17,10 @@ export interface RegistryTrust {
   hostPort: string;
   /** Plain HTTP registry: a registries.conf.d drop-in marks it insecure. */
   insecure?: boolean;
-  /** Or trust this CA (PEM) for the registry's TLS certificate. */
+  /** Or trust this CA (PEM) for the registry's TLS certificate (trust-files.ts). */
   caPem?: string;
+  /** The node's pull secret (auth.json), written where its driver's tool reads it (trust-files.ts). */
+  pullSecret?: string;
   /** Mirror mode: prefixes whose digest pulls go to this registry (mirror-fragment.ts). */
   mirrors?: MirrorPrefix[];
 }
@@ -96,13 +99,7 @@ export function trustFragment(trust: RegistryTrust, options: { legacyRegistriesC
       );
     fragment.files.push(...mirrorFragment(trust.mirrors, trust.hostPort, trust.insecure === true).files);
   }
-  if (trust.caPem) {
-    fragment.files.push({
-      path: `/etc/containers/certs.d/${trust.hostPort}/ca.crt`,
-      contents: trust.caPem.endsWith('\n') ? trust.caPem : `${trust.caPem}\n`,
-      mode: 0o644,
-    });
-  }
+  if (trust.caPem) fragment.files.push(...caFiles(trust.hostPort, trust.caPem));
   return fragment;
 }
 

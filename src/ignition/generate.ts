@@ -3,7 +3,7 @@
  * the report unit, access (ssh keys, hostname), then the user's own config merged on top.
  */
 import { DevpivotError } from '../core/errors.js';
-import type { PivotDriver } from '../drivers/index.js';
+import { DRIVERS, type PivotDriver } from '../drivers/index.js';
 import {
   accessFragment,
   combine,
@@ -25,6 +25,7 @@ import {
   SPEC_VERSIONS,
   type SpecVersion,
 } from './spec.js';
+import { withPullSecret } from './trust-files.js';
 
 export interface IgnitionOptions {
   driver: PivotDriver;
@@ -108,7 +109,11 @@ export function generateIgnition(options: IgnitionOptions): IgnitionConfig {
     options.report === false ? { files: [], units: [], users: [] } : reportFragment(),
     accessFragment({ sshKeys: options.sshKeys, hostname: options.hostname }),
   );
-  const base = render(fragment, spec);
+  const secret = options.registry?.pullSecret;
+  const base = render(
+    secret ? withPullSecret(fragment, DRIVERS[options.driver].pullSecretPaths, secret) : fragment,
+    spec,
+  );
   if (!options.extra) return base;
   const merged = majorOf(spec) === 2 ? appendSpec2(base, options.extra) : mergeSpec3(base, options.extra);
   // The merged config is written in the chosen spec: older 3.x configs are valid newer 3.x configs.

@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { EventBus } from '../core/bus.js';
+import { type RegistryCredentials, requireBasic } from './auth.js';
 import type { RegistryFaults } from './blob-stream.js';
 import { RegistryError, unsupported } from './errors.js';
 import { type RequestContext, sendError } from './handlers/context.js';
@@ -21,6 +22,8 @@ export interface RegistryOptions {
   pullThrough?: PullThroughOptions;
   /** Limits on every port (limits.ts); unset fields take the defaults. */
   limits?: Partial<RegistryLimits>;
+  /** Require these credentials on every request (auth.ts). */
+  auth?: RegistryCredentials;
 }
 
 /** A Node request listener that is also a handle on the live fault settings and the store. */
@@ -82,6 +85,16 @@ export function createRegistry(options: RegistryOptions): RegistryListener {
         ...(node !== undefined ? { node } : {}),
       });
     });
+    if (options.auth) {
+      try {
+        requireBasic(req, options.auth);
+      } catch (error) {
+        // The body of a refused upload is never read: the connection closes after the answer.
+        if (req.method !== 'GET' && req.method !== 'HEAD') res.setHeader('Connection', 'close');
+        sendError(ctx, error as RegistryError);
+        return;
+      }
+    }
     if (readOnly) {
       // The body is never read: the connection closes after the answer.
       res.setHeader('Allow', 'GET, HEAD');

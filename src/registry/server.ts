@@ -1,13 +1,16 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError } from '../core/errors.js';
+import type { RegistryCredentials } from './auth.js';
 import type { RegistryFaults } from './blob-stream.js';
 import { createRegistry, type RegistryListener } from './handler.js';
 import type { RegistryLimits } from './limits.js';
 import type { PullThroughOptions } from './pull-through/pull-through.js';
 import { markServing } from './storage/serving.js';
 import { RegistryStore, type StoreOptions } from './store.js';
+import type { RegistryTls } from './tls.js';
 
 export interface StartRegistryOptions extends StoreOptions {
   /** Default 127.0.0.1: devpivot never exposes its registry beyond loopback unless told to. */
@@ -22,11 +25,19 @@ export interface StartRegistryOptions extends StoreOptions {
   pullThrough?: PullThroughOptions;
   /** Limits on every port (limits.ts); unset fields take the defaults. */
   limits?: Partial<RegistryLimits>;
+  /** Serve HTTPS on every port with this certificate (tls.ts `registryTls`); plain HTTP when omitted. */
+  tls?: RegistryTls;
+  /** Require these credentials (HTTP Basic, auth.ts) on every request of every port. */
+  auth?: RegistryCredentials;
 }
 
 export interface RunningRegistry {
-  /** `http://host:port` (no trailing slash). Stable across stop()/start(). */
+  /** `http://host:port`, or `https://` with `tls` (no trailing slash). Stable across stop()/start(). */
   readonly url: string;
+  /** The CA clients must trust (PEM), with `tls`. */
+  readonly caPem: string | undefined;
+  /** The credentials it requires, with `auth`. */
+  readonly auth: RegistryCredentials | undefined;
   readonly host: string;
   readonly port: number;
   /** Host:port as image references spell it, e.g. `127.0.0.1:5000/devpivot/os@sha256:...`. */
@@ -86,14 +97,26 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     faults: options.faults,
     ...(options.pullThrough ? { pullThrough: options.pullThrough } : {}),
     ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.auth ? { auth: options.auth } : {}),
   });
   const { limiter } = listener;
+  const tls = options.tls;
+  // Every port, plain or HTTPS, takes the limits' timeouts and is counted and guarded by the limiter.
+  const makeServer = (handler: RequestListener): Server =>
+    limiter.guard(
+      tls
+        ? (createHttpsServer(
+            { ...limiter.serverOptions(), key: tls.keyPem, cert: tls.certPem },
+            handler,
+          ) as unknown as Server)
+        : createServer(limiter.serverOptions(), handler),
+    );
   let server: Server | undefined;
   let port = options.port ?? 0;
   /** The node ports: a server while listening, and the port to listen on again after stop(). */
   const nodes = new Map<string, { port: number; server: Server | undefined }>();
   const listenNode = async (node: string, entry: { port: number; server: Server | undefined }) => {
-    const next = limiter.guard(createServer(limiter.serverOptions(), listener.forNode(node)));
+    const next = makeServer(listener.forNode(node));
     await listen(next, entry.port, host);
     entry.server = next;
     entry.port = (next.address() as AddressInfo).port;
@@ -110,8 +133,10 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
   const urlHost = host.includes(':') ? `[${host}]` : host;
   const registry = {
     get url() {
-      return `http://${urlHost}:${port}`;
+      return `${tls ? 'https' : 'http'}://${urlHost}:${port}`;
     },
+    caPem: tls?.caPem,
+    auth: options.auth,
     host,
     get port() {
       return port;
@@ -144,7 +169,7 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
     },
     async start() {
       if (server) return;
-      const next = limiter.guard(createServer(limiter.serverOptions(), listener));
+      const next = makeServer(listener);
       await listen(next, port, host);
       port = (next.address() as AddressInfo).port;
       try {
@@ -161,7 +186,12 @@ export async function startRegistry(options: StartRegistryOptions): Promise<Runn
       unmark = await markServing(store.root);
       expiry = setInterval(() => void store.expireUploads().catch(() => {}), Math.min(store.uploadTtlMs, 3_600_000));
       expiry.unref();
-      options.bus?.emit({ kind: 'registry.listening', url: registry.url, storage: options.storage });
+      options.bus?.emit({
+        kind: 'registry.listening',
+        url: registry.url,
+        storage: options.storage,
+        ...(tls ? { ca: tls.caFile } : {}),
+      });
     },
     async stop() {
       const current = server;

@@ -18,7 +18,8 @@ const short = (digest: string) => digest.replace(/^sha256:/, '').slice(0, 12);
  */
 export const plainFormatters: EventFormatters<string | null> = {
   log: (e) => (e.level === 'debug' ? null : `${e.level === 'info' ? '' : `${e.level}: `}${e.source}: ${e.message}`),
-  'registry.listening': (e) => `registry listening on ${e.url} (storage ${e.storage})`,
+  'registry.listening': (e) =>
+    `registry listening on ${e.url} (storage ${e.storage}${e.ca ? `; CA ${e.ca}: skopeo/podman --cert-dir its directory, curl --cacert` : ''})`,
   'registry.request': () => null,
   'registry.stopped': (e) => `registry stopped (${e.url})`,
   'registry.upstream': (e) =>

@@ -10,9 +10,10 @@ import { NODE_DEFAULTS } from './defaults.js';
 import { type DeferredCheck, nodeAt, readIgnitionFragment } from './ignition-fragment.js';
 import { nodeSpec, specRefusal, specsOf } from './ignition-spec.js';
 import { readKernelArgs } from './kernel-args.js';
+import { NODE_TRUST_KEYS, readNodeTrust } from './node-trust.js';
 import { type DocumentReader, type MappingFields, scalarLike } from './reader.js';
 import { parseTagRef, TAG_REF_HINT } from './tag-ref.js';
-import type { ImageSource, NodeDef, OscontainerSource } from './types.js';
+import type { ImageSource, NodeDef, OscontainerSource, RegistrySpec } from './types.js';
 
 const NODE_KEYS = [
   'image',
@@ -27,6 +28,7 @@ const NODE_KEYS = [
   'ignition',
   'mco-image',
   'follow',
+  ...NODE_TRUST_KEYS,
 ];
 const MIN_MEMORY = 256 * 1024 ** 2;
 
@@ -35,6 +37,8 @@ export interface NodeContext {
   oscontainers: Map<string, OscontainerSource>;
   /** Checks that run after the document is read (ignition-validate). */
   deferred: DeferredCheck[];
+  /** The registry section, when it read without errors (node-trust.ts checks against it). */
+  registry?: RegistrySpec;
 }
 
 /** The nodes, in file order; an image or oscontainer named `fixture:N` is defined on first use. */
@@ -161,6 +165,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
     ...(ignition ? { ignition } : {}),
     ...(mcoImage ? { mcoImage } : {}),
     ...(follow ? { follow } : {}),
+    ...readNodeTrust(r, f, what, context.registry),
     pos: r.at(key),
   };
 }

@@ -164,7 +164,12 @@ function readScenario(r: DocumentReader, root: Node | null, file: string, deferr
   if (top.has('oscontainers'))
     r.guard(() => readOscontainers(r, get('oscontainers'), oscontainers, registryKnown ? registry : undefined));
   if (!top.has('nodes')) r.fail(root, "the scenario needs 'nodes:' (at least one node)");
-  const nodes = readNodes(r, get('nodes'), { images, oscontainers, deferred });
+  const nodes = readNodes(r, get('nodes'), {
+    images,
+    oscontainers,
+    deferred,
+    ...(registryKnown ? { registry } : {}),
+  });
   const steps = top.has('steps')
     ? readSteps(r, get('steps'), { nodes, images, oscontainers, timeoutMs, registry: registry.kind })
     : defaultSteps(nodes);

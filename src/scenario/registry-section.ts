@@ -1,7 +1,8 @@
 /**
  * `registry:`: `embedded` (the default: devpivot's own, on loopback), an external registry's URL (`URL` or
  * `{ url }`), or the embedded registry in mirror mode, `{ mirror: [PREFIX, ...], upstream?: URL }`
- * (docs/PROTOCOLS.md "Mirror mode").
+ * (docs/PROTOCOLS.md "Mirror mode"). The embedded one takes `tls: true` (HTTPS with a CA of devpivot's, carried to
+ * the guests) and `auth: true` (credentials required, the nodes given a pull secret): docs/PROTOCOLS.md "Trust".
  */
 import { isMap, isScalar, isSeq, type Node } from 'yaml';
 import { readUrl } from './images-section.js';
@@ -16,10 +17,18 @@ export function readRegistry(r: DocumentReader, node: Node | null): RegistrySpec
       r.fail(node, `registry must be 'embedded' or an http(s) URL; got '${String(node.value)}'`);
     return { kind: 'external', url: readBaseUrl(r, node, 'registry') };
   }
-  const fields = r.fields(node, 'registry', ['url', 'mirror', 'upstream']);
+  const fields = r.fields(node, 'registry', ['url', 'mirror', 'upstream', 'tls', 'auth']);
   const url = fields.get('url');
   const mirror = fields.get('mirror');
   const upstream = fields.get('upstream');
+  const trust = readTrust(r, fields);
+  const trustKey = fields.get('tls') ?? fields.get('auth');
+  if (url && trustKey)
+    r.fail(
+      trustKey.key,
+      `registry: '${String((trustKey.key as { value?: unknown }).value)}' is for the embedded registry`,
+      'an external registry brings its own TLS and credentials: leave it out',
+    );
   if (url && (mirror || upstream))
     r.fail(
       (mirror ?? upstream)!.key,
@@ -29,11 +38,21 @@ export function readRegistry(r: DocumentReader, node: Node | null): RegistrySpec
   if (url) return { kind: 'external', url: readBaseUrl(r, url.value, 'registry.url') };
   if (!mirror) {
     if (upstream) r.fail(upstream.key, "registry.upstream needs 'mirror'", 'name the prefixes the upstream serves');
-    r.fail(node, "registry needs 'url' or 'mirror'");
+    if (trustKey) return { kind: 'embedded', ...trust };
+    r.fail(node, "registry needs 'url', 'mirror', 'tls' or 'auth'");
   }
   const prefixes = readPrefixes(r, mirror.value);
   const base = upstream ? r.guard(() => readBaseUrl(r, upstream.value, 'registry.upstream')) : undefined;
-  return { kind: 'embedded', mirror: { prefixes, ...(base ? { upstream: base } : {}) } };
+  return { kind: 'embedded', mirror: { prefixes, ...(base ? { upstream: base } : {}) }, ...trust };
+}
+
+function readTrust(r: DocumentReader, fields: ReturnType<DocumentReader['fields']>): { tls?: true; auth?: true } {
+  const tls = fields.get('tls');
+  const auth = fields.get('auth');
+  return {
+    ...(tls && r.boolean(tls.value, 'registry.tls') ? { tls: true as const } : {}),
+    ...(auth && r.boolean(auth.value, 'registry.auth') ? { auth: true as const } : {}),
+  };
 }
 
 /** A registry base URL: scheme, host and port only (image references name a registry by host[:port]). */

@@ -32,7 +32,16 @@ export interface MirrorSpec {
   upstream?: string;
 }
 
-export type RegistrySpec = { kind: 'embedded'; mirror?: MirrorSpec } | { kind: 'external'; url: string };
+export type RegistrySpec =
+  | {
+      kind: 'embedded';
+      mirror?: MirrorSpec;
+      /** HTTPS with a CA devpivot makes, carried to every node (registry/tls.ts). */
+      tls?: true;
+      /** Credentials required; every node is given a pull secret (registry/auth.ts). */
+      auth?: true;
+    }
+  | { kind: 'external'; url: string };
 
 export interface NodeDef {
   name: string;
@@ -61,6 +70,10 @@ export interface NodeDef {
    * node starts) instead of the digest, so an `upgrade` step follows the tag; tag-following drivers only.
    */
   follow?: string;
+  /** `registry-ca: other` (registry tls): the node is given a CA that did not sign the registry's certificate. */
+  registryCa?: 'other';
+  /** `pull-secret: false` (registry auth): the node is given no pull secret. */
+  pullSecret?: false;
   pos: Position;
 }
 

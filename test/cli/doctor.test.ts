@@ -21,6 +21,7 @@ test('doctor --json reports every requirement of this machine truthfully', async
     'fw_cfg',
     'skopeo',
     'ostree',
+    'openssl',
     'ignition-validate',
     'grub-pc-bin',
     'signed-boot-chain',

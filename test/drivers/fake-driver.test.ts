@@ -22,6 +22,7 @@ const fake: DriverDefinition = {
   specs: { default: '3.1.0', majors: [3], guests: 'the fake guests' },
   kernelArgs: { add: true, delete: false, refusal: { message: 'of the fake driver only add' } },
   nodeKeys: [],
+  pullSecretPaths: ['/etc/fake/auth.json'],
   fragment: (image, kernelArgs) => ({
     files: [
       { path: '/etc/fake/target', contents: `${image} ${kernelArgs.map((k) => k.arg).join(',')}\n`, mode: 0o644 },

@@ -20,11 +20,15 @@ import {
   pushManifest,
   startTestRegistry,
   type TestRegistry,
+  useSecureClients,
 } from './helpers.js';
 
 let r: TestRegistry;
+/** conformance-secure.test.ts runs every test of this file again over HTTPS with credentials required. */
+const secure = process.env.DEVPIVOT_CONFORMANCE_SECURE === '1';
 test.before(async () => {
-  r = await startTestRegistry();
+  r = await startTestRegistry({ secure });
+  if (secure) useSecureClients(r);
 });
 test.after.always(async () => {
   await r?.close();

@@ -1,12 +1,16 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { EventBus } from '../../src/core/bus.js';
 import type { Stamped } from '../../src/core/events.js';
+import { caFetch } from '../../src/oscontainer/transport/ca-fetch.js';
+import { newCredentials, pullSecret, type RegistryCredentials } from '../../src/registry/auth.js';
 import { type RunningRegistry, type StartRegistryOptions, startRegistry } from '../../src/registry/server.js';
+import { registryTls } from '../../src/registry/tls.js';
 
 export const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
@@ -30,18 +34,40 @@ export interface TestRegistry {
   bus: EventBus;
   events: Stamped[];
   storage: string;
+  /** `secure`: the CA (ca.crt) in a directory skopeo's and podman's `--cert-dir` take, and a pull secret file. */
+  secure?: { caFile: string; certDir: string; authFile: string; credentials: RegistryCredentials };
   close(): Promise<void>;
 }
 
-/** A real registry on 127.0.0.1:0 over a fresh temp storage, recording every event. */
+/**
+ * A real registry on 127.0.0.1:0 over a fresh temp storage, recording every event. `secure`: HTTPS with a CA
+ * made for the test (registry/tls.ts) and Basic credentials required (registry/auth.ts); other options (limits)
+ * pass to startRegistry.
+ */
 export async function startTestRegistry(
-  options: Omit<StartRegistryOptions, 'storage' | 'bus'> = {},
+  options: Omit<StartRegistryOptions, 'storage' | 'bus' | 'tls' | 'auth'> & { secure?: boolean } = {},
 ): Promise<TestRegistry> {
+  const { secure: wantSecure, ...rest } = options;
   const storage = await tempDir();
   const bus = new EventBus();
   const events: Stamped[] = [];
   bus.subscribe((event) => events.push(event));
-  const registry = await startRegistry({ ...options, storage, bus });
+  const trustDir = join(storage, '..', `${storage.split('/').pop()}-trust`);
+  const tls = wantSecure ? await registryTls(join(trustDir, 'certs')) : undefined;
+  const credentials = wantSecure ? newCredentials() : undefined;
+  const registry = await startRegistry({
+    ...rest,
+    storage,
+    bus,
+    ...(tls ? { tls } : {}),
+    ...(credentials ? { auth: credentials } : {}),
+  });
+  let secure: TestRegistry['secure'];
+  if (tls && credentials) {
+    const authFile = join(trustDir, 'auth.json');
+    await writeFile(authFile, pullSecret(credentials, [registry.address]), { mode: 0o600 });
+    secure = { caFile: tls.caFile, certDir: join(trustDir, 'certs'), authFile, credentials };
+  }
   return {
     registry,
     url: registry.url,
@@ -49,11 +75,35 @@ export async function startTestRegistry(
     bus,
     events,
     storage,
+    ...(secure ? { secure } : {}),
     async close() {
       await registry.stop();
       await rm(storage, { recursive: true, force: true });
+      await rm(trustDir, { recursive: true, force: true });
     },
   };
+}
+
+/** What `curl` (below) adds to every call: the CA and the credentials of a secure test registry. */
+let curlDefaults: string[] = [];
+
+/**
+ * Make this test process's clients those of a secure registry: global fetch verifies its certificate with its
+ * CA and sends its credentials as Basic auth (unless a request sets its own Authorization), and `curl` gets
+ * `--cacert` and `-u`. Each test file runs in its own process, so only the file that calls this is affected.
+ */
+export function useSecureClients(r: TestRegistry): void {
+  const secure = r.secure;
+  if (!secure) throw new Error('useSecureClients needs startTestRegistry({ secure: true })');
+  const { username, password } = secure.credentials;
+  const basic = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+  const viaCa = caFetch(readFileSync(secure.caFile, 'utf8'));
+  globalThis.fetch = ((input: string | URL, init: RequestInit = {}) => {
+    const headers = new Headers(init.headers);
+    if (!headers.has('authorization')) headers.set('authorization', basic);
+    return viaCa(input, { ...init, headers });
+  }) as typeof fetch;
+  curlDefaults = ['--cacert', secure.caFile, '-u', `${username}:${password}`];
 }
 
 export interface Blob {
@@ -175,7 +225,7 @@ export function run(file: string, args: string[], timeoutMs = 60_000): Promise<P
 export async function curl(
   args: string[],
 ): Promise<{ status: number; headers: Record<string, string>; body: string; raw: string }> {
-  const result = await run('curl', ['-s', '-i', ...args]);
+  const result = await run('curl', ['-s', '-i', ...curlDefaults, ...args]);
   if (result.code !== 0) throw new Error(`curl ${args.join(' ')} failed: ${result.stderr}`);
   // Skip interim responses (100 Continue).
   const blocks = result.stdout.split('\r\n\r\n');

@@ -15,8 +15,10 @@ import {
 
 let r: TestRegistry;
 let work: string;
+/** skopeo-secure.test.ts runs every test of this file again against the registry with TLS and auth on. */
+const secure = process.env.DEVPIVOT_SKOPEO_SECURE === '1';
 test.before(async () => {
-  r = await startTestRegistry();
+  r = await startTestRegistry({ secure });
   work = await tempDir('devpivot-registry-skopeo-');
 });
 test.after.always(async () => {
@@ -24,11 +26,23 @@ test.after.always(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-const NO_TLS_DEST = '--dest-tls-verify=false';
-const NO_TLS_SRC = '--src-tls-verify=false';
+// Placeholders for how skopeo is told to reach the registry: plain HTTP (TLS verification off), or with TLS and auth
+// on, the CA (--cert-dir) and the pull secret (--authfile) for the destination, the source, or both.
+const NO_TLS_DEST = '<dest>';
+const NO_TLS_SRC = '<src>';
+const NO_TLS = '<any>';
+
+function expand(args: string[]): string[] {
+  return args.flatMap((arg) => {
+    const side = { '<dest>': 'dest-', '<src>': 'src-', '<any>': '' }[arg];
+    if (side === undefined) return [arg];
+    if (!r.secure) return [`--${side}tls-verify=false`];
+    return [`--${side}cert-dir`, r.secure.certDir, `--${side}authfile`, r.secure.authFile];
+  });
+}
 
 async function skopeo(...args: string[]) {
-  const result = await run('skopeo', ['--insecure-policy', ...args], 120_000);
+  const result = await run('skopeo', ['--insecure-policy', ...expand(args)], 120_000);
   if (result.code !== 0) throw new Error(`skopeo ${args.join(' ')}: ${result.stderr}`);
   return result;
 }
@@ -48,7 +62,7 @@ test.serial('multi-layer OCI layout -> registry -> dir:, digests preserved; re-p
   await skopeo('copy', NO_TLS_DEST, `oci:${layout}:v1`, ref);
   t.true(uploadRequests(start) >= 4, 'the first push uploads config and layers');
 
-  const inspect = await skopeo('inspect', '--raw', '--tls-verify=false', ref);
+  const inspect = await skopeo('inspect', '--raw', NO_TLS, ref);
   t.is(digestOf(inspect.stdout), image.manifest.digest);
   const out = join(work, 'dir-single');
   await skopeo('copy', NO_TLS_SRC, ref, `dir:${out}`);
@@ -82,7 +96,7 @@ test.serial('a 2-platform index with copy --all; one platform by --override-arch
   await writeOciLayout(layout, index, blobs, 'multi');
   const ref = `docker://${r.host}/skopeo/multi:latest`;
   await skopeo('copy', '--all', NO_TLS_DEST, `oci:${layout}:multi`, ref);
-  const raw = await skopeo('inspect', '--raw', '--tls-verify=false', ref);
+  const raw = await skopeo('inspect', '--raw', NO_TLS, ref);
   t.is(digestOf(raw.stdout), index.digest);
 
   const out = join(work, 'layout-index-back');
@@ -101,7 +115,7 @@ test.serial('skopeo delete removes the manifest', async (t) => {
   await writeOciLayout(layout, image.manifest, [image.config, ...image.layers], 'gone');
   const ref = `docker://${r.host}/skopeo/delete:gone`;
   await skopeo('copy', NO_TLS_DEST, `oci:${layout}:gone`, ref);
-  await skopeo('delete', '--tls-verify=false', `docker://${r.host}/skopeo/delete@${image.manifest.digest}`);
-  const inspect = await run('skopeo', ['inspect', '--raw', '--tls-verify=false', ref]);
+  await skopeo('delete', NO_TLS, `docker://${r.host}/skopeo/delete@${image.manifest.digest}`);
+  const inspect = await run('skopeo', expand(['inspect', '--raw', NO_TLS, ref]));
   t.not(inspect.code, 0);
 });

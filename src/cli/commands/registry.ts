@@ -1,12 +1,15 @@
-import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { DevpivotError, UsageError } from '../../core/errors.js';
 import { stateDir } from '../../core/paths.js';
 import { underPaths } from '../../engine/mirror.js';
 import { upstreamClient } from '../../oscontainer/index.js';
+import { newCredentials, pullSecret } from '../../registry/auth.js';
 import { collectGarbage } from '../../registry/gc.js';
 import { startRegistry } from '../../registry/server.js';
 import { servingProcesses } from '../../registry/storage/serving.js';
 import { RegistryStore } from '../../registry/store.js';
+import { registryTls, SERVER_NAMES } from '../../registry/tls.js';
 import type { Command, CommandContext } from '../command.js';
 import { untilStopped } from '../interrupts.js';
 
@@ -76,7 +79,13 @@ async function serve(context: CommandContext): Promise<number> {
         `upstream ${e.what} ${e.repository}@${e.digest} ${e.outcome} ${e.bytes}B${e.error ? `: ${e.error}` : ''}\n`,
       ),
     );
+  // The CA and the pull secret live beside the storage: a restarted registry keeps the CA its clients trust.
+  const trustDir = args.string('tls-dir') ?? join(dirname(storage), 'registry-tls');
+  const tls = args.flag('tls') ? await registryTls(trustDir) : undefined;
+  const credentials = args.flag('auth') ? newCredentials() : undefined;
   const registry = await startRegistry({
+    ...(tls ? { tls } : {}),
+    ...(credentials ? { auth: credentials } : {}),
     ...(upstream
       ? {
           pullThrough: {
@@ -95,6 +104,13 @@ async function serve(context: CommandContext): Promise<number> {
   stdout.write(
     `registry listening on ${registry.url} (storage ${storage})${upstream ? `; pulls through from ${upstream} for ${covers.join(', ')}` : ''}\n`,
   );
+  if (tls) stdout.write(`CA ${tls.caFile} (skopeo --cert-dir, curl --cacert, certs.d/HOST:PORT/ca.crt)\n`);
+  if (credentials) {
+    const file = join(trustDir, 'auth.json');
+    const hosts = [...SERVER_NAMES.ip, ...SERVER_NAMES.dns].map((host) => `${host}:${registry.port}`);
+    await writeFile(file, pullSecret(credentials, hosts), { mode: 0o600 });
+    stdout.write(`pull secret ${file} (REGISTRY_AUTH_FILE / --authfile; valid while this registry runs)\n`);
+  }
   await untilStopped(context);
   await registry.stop();
   stdout.write('registry stopped\n');
@@ -131,7 +147,7 @@ export const command: Command = {
   name: 'registry',
   summary: 'Run the embedded OCI registry, or collect its garbage',
   usage:
-    'serve [--host ADDR] [--port PORT] [--storage DIR] [--max-blob-size SIZE] [--upstream URL --cover PATH...] | gc [--storage DIR] [--grace SECONDS] [--dry-run]',
+    'serve [--host ADDR] [--port PORT] [--storage DIR] [--max-blob-size SIZE] [--tls [--tls-dir DIR]] [--auth] [--upstream URL --cover PATH...] | gc [--storage DIR] [--grace SECONDS] [--dry-run]',
   description:
     'serve: run the OCI distribution registry (spec v1.1: pull, push, discovery, deletion, referrers) on\n' +
     'loopback until interrupted; prints its URL. gc: remove blobs no manifest references (mark and sweep);\n' +
@@ -143,7 +159,10 @@ export const command: Command = {
     'pull through. Credentials come from auth.json as for devpivot pull.\n' +
     'Every port refuses blobs over --max-blob-size (413), a 257th open upload session (429), a blob that would\n' +
     'leave under 256 MiB free (507), headers slower than 30 s or a request slower than 1 h (408), and more\n' +
-    'than 256 connections (503).',
+    'than 256 connections (503).\n' +
+    'serve --tls: HTTPS with a CA of its own (made once in --tls-dir, default registry-tls beside the storage; its\n' +
+    'certificate names 127.0.0.1, 10.0.2.2 and localhost). serve --auth: HTTP Basic required; a pull secret for\n' +
+    'this run is written to auth.json in that directory (mode 0600).',
   positionals: [1, 1],
   options: {
     host: { type: 'string', valueName: 'ADDR', description: 'serve: address to bind (default 127.0.0.1)' },
@@ -171,6 +190,9 @@ export const command: Command = {
       valueName: 'PATH',
       description: 'serve: pull through for repositories under PATH (required with --upstream; repeatable)',
     },
+    tls: { type: 'boolean', description: 'serve: HTTPS, with a CA devpivot makes (printed)' },
+    'tls-dir': { type: 'string', valueName: 'DIR', description: 'serve: where the CA and certificate are kept' },
+    auth: { type: 'boolean', description: 'serve: require credentials; writes a pull secret (printed)' },
     grace: { type: 'string', valueName: 'SECONDS', description: 'gc: keep blobs younger than this (default 3600)' },
     'dry-run': { type: 'boolean', description: 'gc: only report what would be removed' },
     json: { type: 'boolean', description: 'gc: print the result as JSON' },

@@ -3,6 +3,7 @@ import { UsageError } from '../../core/errors.js';
 import { FIRMWARES, type Firmware, isFirmware } from '../../core/firmware.js';
 import { libvirtUri } from '../../core/paths.js';
 import { checkOsImage, overrideOsImage } from '../../scenario/os-image.js';
+import { overrideRegistryTrust } from '../../scenario/registry-override.js';
 import type { Command } from '../command.js';
 import { scenarioEnvironment } from '../scenario-environment.js';
 import { ciPresenter, DEFAULT_SCENARIO, runScenarioFiles, scenarioOptions } from '../scenario-run.js';
@@ -15,7 +16,8 @@ export function interactive(stdout: { isTTY?: boolean }, env: NodeJS.ProcessEnv)
 export const command: Command = {
   name: 'up',
   summary: 'Run a scenario live: registry, images, VMs, pivot (default: old-to-new)',
-  usage: '[FILE] [--os-image PULLSPEC] [--firmware FW] [--json] [--junit FILE] [--keep] [--connect URI]',
+  usage:
+    '[FILE] [--os-image PULLSPEC] [--firmware FW] [--tls] [--auth] [--json] [--junit FILE] [--keep] [--connect URI]',
   description:
     'Start the registry, build the oscontainers, boot the nodes and watch them pivot, live. Without FILE it runs\n' +
     'scenarios/old-to-new.yaml: a fixture:1 node pivots to an oscontainer built from fixture:2.\n' +
@@ -23,7 +25,9 @@ export const command: Command = {
     'Not a terminal, CI=true or --json: plain lines (or NDJSON) instead of the interactive view.\n' +
     "--os-image PULLSPEC (the installer's osImageURLOverride): the scenario's pivot target becomes that image, pulled\n" +
     'into the embedded registry and given to the guest pinned by digest (HOST[:PORT]/REPO[:TAG] or @sha256:...).\n' +
-    '--firmware bios|uefi|uefi-secure: every node boots with that firmware (uefi-secure: OVMF with Secure Boot on).',
+    '--firmware bios|uefi|uefi-secure: every node boots with that firmware (uefi-secure: OVMF with Secure Boot on).\n' +
+    '--tls / --auth: the embedded registry serves HTTPS with a CA carried to the nodes / requires credentials, each\n' +
+    "node given a pull secret where its driver's tool reads it (the scenario's registry: { tls: true, auth: true }).",
   options: {
     ...scenarioOptions,
     'os-image': {
@@ -36,6 +40,8 @@ export const command: Command = {
       valueName: 'FW',
       description: `Every node's firmware: ${FIRMWARES.join(', ')}`,
     },
+    tls: { type: 'boolean', description: 'The embedded registry serves HTTPS; its CA reaches the nodes by Ignition' },
+    auth: { type: 'boolean', description: 'The embedded registry requires credentials; the nodes get a pull secret' },
   },
   positionals: [0, 1],
   async run(context) {
@@ -47,8 +53,11 @@ export const command: Command = {
       context.args.string('firmware'),
       libvirtUri(context.args.string('connect'), context.env),
     );
+    const trust = { tls: context.args.flag('tls'), auth: context.args.flag('auth') };
+    const rewrite = (text: string, name: string) =>
+      overrideRegistryTrust(osImage ? overrideOsImage(text, name, osImage) : text, name, trust);
     const load = {
-      ...(osImage ? { rewrite: (text: string, name: string) => overrideOsImage(text, name, osImage) } : {}),
+      ...(osImage || trust.tls || trust.auth ? { rewrite } : {}),
       ...(firmware ? { firmware } : {}),
     };
     if (context.args.flag('json') || !interactive(context.stdout, context.env)) {

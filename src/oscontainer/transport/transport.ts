@@ -7,10 +7,12 @@
 import { join } from 'node:path';
 import { cacheDir } from '../../core/paths.js';
 import { Authenticator } from './authenticator.js';
+import { caFetch } from './ca-fetch.js';
 import type { Credentials } from './credentials.js';
 import { authFailed, responseError, unreachable } from './errors.js';
 import { backoff, isTransient, REQUEST_ATTEMPTS } from './retry.js';
 import { baseUrlOf } from './scheme.js';
+import { trustedRegistry } from './trusted.js';
 
 export interface TransportOptions {
   /** Use plain HTTP (and accept any TLS certificate is NOT implied: only HTTP). Default: loopback only. */
@@ -48,24 +50,31 @@ export class RegistryTransport {
   readonly #auth: Authenticator;
   /** Authorization header per scope set; `basic` when the registry asked for Basic. */
   readonly #tokens = new Map<string, string>();
+  /** fetch, or fetch with the CA of a registry trusted.ts names. */
+  readonly #send: (url: string, init: RequestInit) => Promise<Response>;
 
   constructor(
     readonly registry: string,
     options: TransportOptions = {},
   ) {
-    this.baseUrl = baseUrlOf(registry, options.insecure);
+    const trust = trustedRegistry(registry);
+    this.baseUrl = trust?.caPem ? `https://${registry}` : baseUrlOf(registry, options.insecure);
+    this.#send = trust?.caPem ? caFetch(trust.caPem) : fetch;
     this.signal = options.signal;
     const env = options.env ?? process.env;
     this.partialDir =
       options.partialDir === false ? undefined : (options.partialDir ?? join(cacheDir(env), 'blobs', 'partial'));
-    this.#auth = new Authenticator(registry, options.credentials, options.env ?? process.env, (url, init) =>
-      this.#fetch(url, init),
+    this.#auth = new Authenticator(
+      registry,
+      options.credentials ?? trust?.credentials,
+      options.env ?? process.env,
+      (url, init) => this.#fetch(url, init),
     );
   }
 
   async #fetch(url: string, init: RequestInit): Promise<Response> {
     try {
-      return await fetch(url, { ...init, signal: this.signal ?? null });
+      return await this.#send(url, { ...init, signal: this.signal ?? null });
     } catch (error) {
       if (this.signal?.aborted) throw error;
       throw unreachable(this.registry, url, this.baseUrl, error);
