@@ -1,4 +1,5 @@
 import type { DevpivotEvent, EventOf, PivotPhase } from '../core/events.js';
+import { guestProgress } from './guest-progress.js';
 import { pullCause, pullCauseReason } from './pull-cause.js';
 import { secureBootRefusal } from './secure-boot.js';
 
@@ -280,6 +281,8 @@ export function classify(state: ClassifierState, input: ClassifierInput): Classi
 function classifyLine(state: ClassifierState, node: string, raw: string): Classified {
   const line = stripConsoleNoise(raw);
   if (line === '') return { state, events: [] };
+  const progress = guestProgress(node, line);
+  if (progress) return { state, events: [progress] };
   const at = line.indexOf(REPORT_PREFIX);
   if (at >= 0) return classifyReport(state, node, line.slice(at + REPORT_PREFIX.length), line);
   const refused = refusedRequest(line);

@@ -45,6 +45,8 @@ const brief = (events: GuestEvent[]) =>
         return `ignition ${event.ok}`;
       case 'guest.pivot.skipped':
         return `skipped ${event.reason.slice(0, 17)}`;
+      case 'guest.progress':
+        return `progress ${event.task} ${event.steps}/${event.stepsTotal}`;
       default:
         return `failure ${event.reason.split(':')[0]}`;
     }

@@ -105,7 +105,14 @@ test('rpm-ostree and bootc: a oneshot unit that rebases / switches, then reboots
   t.regex(rebase?.contents ?? '', /ExecStart=\/usr\/bin\/systemctl reboot\n/);
   t.regex(rebase?.contents ?? '', /^ConditionPathExists=!\/var\/lib\/devpivot\/pivot-started$/m);
   const sw = units(generateIgnition(full('bootc', '3.0.0'))).find((u) => u.name === 'devpivot-switch.service');
-  t.regex(sw?.contents ?? '', new RegExp(`^ExecStart=/usr/bin/bootc switch ${IMAGE.replace(/[.]/g, '\\.')}$`, 'm'));
+  // bootc's progress on a FIFO, relayed to the console (drivers/bootc.ts switchWithProgress).
+  t.regex(
+    sw?.contents ?? '',
+    new RegExp(
+      `^ExecStart=/bin/sh -c '.*/usr/bin/bootc switch --progress-fd 3 ${IMAGE.replace(/[.]/g, '\\.')} 3>\\$\\$p;`,
+      'm',
+    ),
+  );
   const error = t.throws(() => generateIgnition({ ...full('bootc', '3.0.0'), kernelArgs: ['ADD:x'] }));
   t.is((error as { code?: string }).code, 'IGNITION_KERNEL_ARG');
 });
