@@ -230,8 +230,28 @@ function ensurePodman() {
   writeFileSync(PODMAN_CONF, text);
 }
 
+/**
+ * libvirt runs swtpm_setup as tss (qemu.conf swtpm_user), which signs each new TPM's EK in swtpm-localca's
+ * directory; files there that another user made (swtpm_setup run by hand as root) refuse it ("Need read/write
+ * rights on /var/lib/swtpm-localca/.lock.swtpm-localca for user tss") and every `tpm: true` node fails to start.
+ * The package makes the directory tss's (swtpm-tools.postinst); put what is in it back to that owner.
+ */
+function ensureSwtpmLocalCa() {
+  const dir = '/var/lib/swtpm-localca';
+  if (!isRoot || !existsSync(dir)) return;
+  const tss = spawnSync('id', ['-u', 'tss'], { encoding: 'utf8' });
+  const uid = Number.parseInt(tss.stdout, 10);
+  if (tss.status !== 0 || Number.isNaN(uid)) return;
+  const foreign = readdirSync(dir).filter((name) => statSync(join(dir, name)).uid !== uid);
+  if (foreign.length === 0) return;
+  say(`giving ${dir} back to tss (${foreign.join(', ')} had another owner; libvirt's swtpm_setup runs as tss)`);
+  const result = spawnSync('chown', ['-R', 'tss:root', dir], { stdio: 'inherit' });
+  if (result.status !== 0) fail(`chown -R tss:root ${dir} failed`, `run it by hand as root`);
+}
+
 await ensurePackages();
 ensurePodman();
+ensureSwtpmLocalCa();
 await ensureDaemons();
 await ensureNodeModules();
 ensureBuilt();

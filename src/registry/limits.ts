@@ -86,9 +86,16 @@ export class Limiter {
       const pending = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
       if (socket.writable && !pending?.headersSent) {
         const timeout = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+        // Headers over Node's limit (16 KiB, --max-http-header-size) are 431 as RFC 6585 names them, not malformed.
         const answer = timeout
           ? rawAnswer(408, 'Request Timeout', new RegistryError(408, 'UNAVAILABLE', 'request not received in time'))
-          : rawAnswer(400, 'Bad Request', new RegistryError(400, 'UNSUPPORTED', `malformed request: ${error.code}`));
+          : error.code === 'HPE_HEADER_OVERFLOW'
+            ? rawAnswer(
+                431,
+                'Request Header Fields Too Large',
+                new RegistryError(431, 'UNSUPPORTED', 'request headers larger than the server accepts'),
+              )
+            : rawAnswer(400, 'Bad Request', new RegistryError(400, 'UNSUPPORTED', `malformed request: ${error.code}`));
         socket.end(answer);
         setTimeout(() => socket.destroy(), LINGER_MS).unref();
         return;

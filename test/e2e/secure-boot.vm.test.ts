@@ -8,7 +8,7 @@ const nvramOf = (domain: string) => `/var/lib/libvirt/qemu/nvram/${domain}_VARS.
 const SWTPM_STATE = '/var/lib/libvirt/swtpm';
 const tpmStates = () => (existsSync(SWTPM_STATE) ? readdirSync(SWTPM_STATE) : []);
 
-test('secure-boot: shim -> GRUB -> kernel under Secure Boot with a TPM, both deployments; PCRs per deployment; the per-VM variables and TPM state live as long as the node', async (t) => {
+test('secure-boot: shim -> GRUB -> kernel under Secure Boot with a TPM and a TLS registry requiring a pull secret, both deployments; PCRs per deployment; the per-VM variables and TPM state live as long as the node', async (t) => {
   t.timeout(30 * 60_000); // TCG with SMM: the Secure Boot firmware is slower than plain OVMF
   let domain = '';
   let nvramOnV2: boolean | undefined;
@@ -42,6 +42,13 @@ test('secure-boot: shim -> GRUB -> kernel under Secure Boot with a TPM, both dep
   t.true(lines.some((line) => /tpm_tis \S+: 2\.0 TPM/.test(line)));
   t.true(lines.some((line) => /integrity: Loaded X\.509 cert 'Debian Secure Boot CA/.test(line)));
   t.is(run.events.filter((e) => e.kind === 'guest.failure').length, 0);
+  // ... and pulled v2 over HTTPS from a registry that required its pull secret
+  const listening = run.events.find((e) => e.kind === 'registry.listening');
+  t.true(listening?.kind === 'registry.listening' && listening.url.startsWith('https://') && !!listening.ca);
+  t.true(
+    run.events.some((e) => e.kind === 'registry.request' && e.status === 200 && /\/manifests\//.test(e.path)),
+    'a manifest served',
+  );
   // The copy of OVMF_VARS_4M.ms.fd: there across the pivot's reboot, removed with the node
   t.true(nvramOnV2, nvramOf(domain));
   t.false(existsSync(nvramOf(domain)), nvramOf(domain));

@@ -124,6 +124,15 @@ test('headers that never finish are answered 408 with the error body (headers ti
   t.true(Date.now() - started < 10_000);
 });
 
+test('headers over the size limit are answered 431 with the error body, not 400 malformed', async (t) => {
+  const r = await startTestRegistry();
+  t.teardown(() => r.close());
+  const big = await curl(['-H', `X-Big: ${'a'.repeat(20 * 1024)}`, `${r.url}/v2/`]);
+  t.is(big.status, 431, big.raw);
+  t.is(code(big.body), 'UNSUPPORTED');
+  t.is((await curl([`${r.url}/v2/`])).status, 200);
+});
+
 test('a body sent too slowly is cut with 408 and the error body (request timeout)', async (t) => {
   const r = await startTestRegistry({ limits: { requestTimeoutMs: 1000, headersTimeoutMs: 1000 } });
   t.teardown(() => r.close());
