@@ -84,7 +84,8 @@ function runFile(file) {
 }
 
 function format(seconds) {
-  return `${Math.floor(seconds / 60)}m${String(Math.round(seconds % 60)).padStart(2, '0')}s`;
+  const whole = Math.round(seconds); // rounded once: 479.6 s is 8m00s, not 7m60s
+  return `${Math.floor(whole / 60)}m${String(whole % 60).padStart(2, '0')}s`;
 }
 
 async function lane() {

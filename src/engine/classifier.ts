@@ -238,6 +238,12 @@ const MARKERS: Marker[] = [
     pattern: /Staging deployment\.\.\.(?! ?done)/,
     fact: (_m, target) => ({ kind: 'pivot', phase: 'staging', target: target ?? '' }),
   },
+  // bootc's line names the image (deploy.rs), so a staged pivot has its target even when the console lost the
+  // "Fetching" line before it (lines of one boot interleave on the serial port).
+  {
+    pattern: /Queued for next boot: (?:ostree-[a-z-]+:)?(?:docker:\/\/)?(\S+)/,
+    fact: (m, target) => ({ kind: 'pivot', phase: 'staged', target: target ?? m[1]! }),
+  },
   {
     pattern: /Staging deployment\.\.\. ?done|Changes queued for next boot|Queued for next boot/,
     fact: (_m, target) => ({ kind: 'pivot', phase: 'staged', target: target ?? '' }),

@@ -7,13 +7,15 @@
  * `x509: certificate signed by unknown authority`, `x509: certificate is valid for …, not …`, `tls: failed to
  * verify certificate: …` (Go ≥ 1.20 wraps the x509 error so); OpenSSL via curl `SSL certificate problem: …`.
  * A 401: containers/image's `unauthorized: authentication required` (docker/errors.go and the registry's
- * UNAUTHORIZED error body), `requested access to the resource is denied`, or the bare status.
+ * UNAUTHORIZED error body), the bare `…: unauthorized` that Debian's skopeo 1.9 prints for an anonymous manifest
+ * fetch refused with that body (`reading manifest … in HOST/REPO: unauthorized`, seen on this project's host),
+ * `requested access to the resource is denied`, or the bare status.
  */
 export type PullCause = { kind: 'tls' | 'auth'; detail: string };
 
 const TLS = /((?:tls: failed to verify certificate: )?x509: [^"]+?|SSL certificate problem: [^"]+?)(?=[")\n]| \(|$|; )/;
 const AUTH =
-  /(unauthorized: [^"]+?|authentication required|requested access to the resource is denied|\b401 Unauthorized\b)(?=[")\n]| \(|$|; )/i;
+  /(unauthorized: [^"]+?|(?<=: )unauthorized|authentication required|requested access to the resource is denied|\b401 Unauthorized\b)(?=[")\n]| \(|$|; )/i;
 
 export function pullCause(text: string): PullCause | undefined {
   const tls = TLS.exec(text);

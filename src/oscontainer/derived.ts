@@ -5,6 +5,10 @@
  * `--isolation chroot`: RUN steps need no OCI runtime, hence no cgroups (crun refuses the hybrid cgroup layout of a
  * host without systemd) and no network namespace; the base comes from a plain-HTTP loopback registry, hence
  * `--tls-verify=false`. The image's labels are read back from the registry (api.ts `describeImage`).
+ * Each build has a podman store of its own (`--root`/`--runroot` in a private temporary directory, the vfs driver:
+ * nothing mounted is left behind), removed with it: the user's containers-storage is never touched, and two
+ * builds of one base never share images (a reproducible base has one image ID, so one build's cleanup removed
+ * the image another was building on: "image not known").
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -54,9 +58,11 @@ async function podman(args: string[], what: string, options: DerivedBuild): Prom
 export async function buildDerived(options: DerivedBuild): Promise<string> {
   const work = await mkdtemp(join(tmpdir(), 'devpivot-derived-'));
   const tag = `localhost/devpivot-derived/${process.pid}-${Date.now()}:build`;
+  const store = ['--root', join(work, 'storage'), '--runroot', join(work, 'run'), '--storage-driver', 'vfs'];
   try {
     await podman(
       [
+        ...store,
         'build',
         '--isolation=chroot',
         '--tls-verify=false',
@@ -73,13 +79,18 @@ export async function buildDerived(options: DerivedBuild): Promise<string> {
     );
     const digestFile = join(work, 'digest');
     await podman(
-      ['push', '--tls-verify=false', '--digestfile', digestFile, tag, `docker://${options.target}`],
+      [...store, 'push', '--tls-verify=false', '--digestfile', digestFile, tag, `docker://${options.target}`],
       `podman push to ${options.target}`,
       options,
     );
     return (await readFile(digestFile, 'utf8')).trim();
   } finally {
-    await podman(['rmi', '--force', tag], 'podman rmi', { ...options, bus: undefined }).catch(() => {});
+    // Rootless, the store's files belong to the user's subordinate ids: only inside podman's namespace can they go.
+    if (process.getuid?.() !== 0)
+      await podman(['unshare', 'rm', '-rf', join(work, 'storage')], 'podman unshare rm', {
+        ...options,
+        bus: undefined,
+      }).catch(() => {});
     await rm(work, { recursive: true, force: true });
   }
 }

@@ -110,6 +110,7 @@ test.serial('a normal user builds the fixture without root and pivots it 1 → 2
 
   // The run, as the user, from the user's own build; ps from both sides while its VM is up.
   let seen: { user: PsRow[]; root: PsRow[] } | undefined;
+  const psErrors: string[] = [];
   const run = await runScenarioCli('rootless', {
     file: `${checkout.repo}scenarios/old-to-new.yaml`,
     extraArgs: ['--connect', 'qemu:///session'],
@@ -117,7 +118,15 @@ test.serial('a normal user builds the fixture without root and pivots it 1 → 2
     timeoutMs: 900_000,
     onEvent: (event) => {
       if (seen || event.kind !== 'guest.booted' || event.version !== '2') return;
-      const mine = runAsUser(user, env, process.execPath, [`${checkout.repo}bin/devpivot.js`, 'ps', '--json']);
+      // The user's ps, asked again if it fails (once, in a loaded full run, it came back with nothing); what it said
+      // is kept for the assertion's message.
+      let mine = runAsUser(user, env, process.execPath, [`${checkout.repo}bin/devpivot.js`, 'ps', '--json']);
+      for (let attempt = 1; attempt < 3 && mine.status !== 0; attempt++) {
+        psErrors.push(`exit ${mine.status}: ${mine.stderr}`);
+        execFileSync('sleep', ['2']);
+        mine = runAsUser(user, env, process.execPath, [`${checkout.repo}bin/devpivot.js`, 'ps', '--json']);
+      }
+      if (mine.status !== 0) psErrors.push(`exit ${mine.status}: ${mine.stderr}`);
       const roots = execFileSync(process.execPath, [binPath, 'ps', '--json', '--connect', 'qemu:///system'], {
         encoding: 'utf8',
         env: { ...process.env, LIBVIRT_DEFAULT_URI: '' },
@@ -142,6 +151,7 @@ test.serial('a normal user builds the fixture without root and pivots it 1 → 2
   t.deepEqual(
     seen?.user.map((row) => row.name),
     [`devpivot-${id}-node1`],
+    psErrors.join('\n'),
   );
   t.false(seen?.root.some((row) => row.session === id) ?? true, JSON.stringify(seen?.root));
 

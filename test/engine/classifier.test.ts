@@ -130,6 +130,28 @@ test('FCOS rpm-ostree rebase markers, from rpm-ostree’s source', (t) => {
   ]);
 });
 
+test('bootc\'s "Queued for next boot: IMAGE" names the target when no earlier line did (a console that lost the Fetching line)', (t) => {
+  const image =
+    '10.0.2.2:43217/devpivot/local/index@sha256:887ade392a4185c03adf70f3ea92dc95bff5b58d63329f6bc3399df537bf77cf';
+  const { events } = run([
+    // transcribed from a multi-arch run's console (images-users-bring.vm.test.ts), the bootc stand-in's line
+    { kind: 'vm.console', node: 'n1', line: `[   80.446648] bootc[290]: Queued for next boot: ${image}` },
+  ]);
+  t.deepEqual(
+    events.map((e) => (e.kind === 'guest.pivot' ? `${e.phase} ${e.target}` : e.kind)),
+    [`staged ${image}`],
+  );
+  // a target named earlier in the boot stays the one reported
+  const earlier = run([
+    { kind: 'vm.console', node: 'n1', line: 'bootc[290]: Fetching ostree-unverified-registry:10.0.2.2:1/a@sha256:00' },
+    { kind: 'vm.console', node: 'n1', line: `bootc[290]: Queued for next boot: ${image}` },
+  ]);
+  t.deepEqual(
+    earlier.events.map((e) => (e.kind === 'guest.pivot' ? `${e.phase} ${e.target}` : e.kind)),
+    ['pulling 10.0.2.2:1/a@sha256:00', 'staged 10.0.2.2:1/a@sha256:00'],
+  );
+});
+
 test('every failure marker becomes guest.failure with its line; a unit failing after a fatal line is its consequence', (t) => {
   const { events } = run(consoleOf('failures.log'));
   t.deepEqual(brief(events), [

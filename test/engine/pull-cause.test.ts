@@ -34,6 +34,15 @@ test('Go x509 and curl TLS errors are TLS causes; 401 answers are credential cau
   t.is(pullCause('error: Digest did not match'), undefined);
 });
 
+test("skopeo 1.9's bare 'unauthorized' for an anonymous manifest fetch is a credential cause", (t) => {
+  // printed by this host's skopeo 1.9 (`skopeo inspect --no-creds`) against `devpivot registry serve --tls --auth`
+  const text =
+    'error: Creating importer: Fetching manifest: Error parsing image name "docker://10.0.2.2:45415/devpivot/native@sha256:5e02": reading manifest sha256:5e02 in 10.0.2.2:45415/devpivot/native: unauthorized';
+  t.deepEqual(pullCause(text), { kind: 'auth', detail: 'unauthorized' });
+  // a word in a name is not a cause
+  t.is(pullCause('reading manifest in 10.0.2.2:1/unauthorized-images/os: manifest unknown'), undefined);
+});
+
 test('the classifier puts the cause first; a fatal line gets it from the retried error before it', (t) => {
   let state = initialState;
   state = classify(

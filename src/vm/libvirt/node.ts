@@ -21,6 +21,9 @@ export interface NodeHost {
 }
 
 /** One domain of the session (the VmNode contract in ../host.ts). */
+/** Starts tried for a cold restart after a guest reboot before the node is given up as crashed. */
+const RESTART_ATTEMPTS = 3;
+
 export class LibvirtNode implements VmNode {
   readonly name: string;
   readonly domain: string;
@@ -98,7 +101,8 @@ export class LibvirtNode implements VmNode {
    * held it takes QEMU's self-modifying-code path until the stale translations are gone: the next boot's GRUB
    * and kernel start ran many times slower (images/README.md, "Speed"). The guest goes through the firmware as
    * after a reset; its disk, NVRAM and fw_cfg are the domain's. Nothing happens when the domain stopped
-   * meanwhile; when it cannot be started again, that is a `vm.stopped` with the reason. Never rejects.
+   * meanwhile; when it cannot be started again (three tries), that is a `vm.crashed` and a `vm.stopped` with the
+   * reason. Never rejects.
    */
   restartAfterReboot(): Promise<void> {
     return this.#serial(async () => {
@@ -117,13 +121,24 @@ export class LibvirtNode implements VmNode {
         }
         // The old console stream ended with the old process; #start opens the new one.
         this.console.domainStopped();
-        lifecycle.expectRestart(this.domain, 'start');
-        await this.#start().catch((error) => {
-          lifecycle.cancelRestart(this.domain, 'start');
-          throw error;
-        });
+        // A start right after the destroy can fail while the old process's resources are still going away
+        // (seen once in a three-node run: QEMU ended at once, `reason=failed`); try again before giving up.
+        for (let attempt = 1; ; attempt++) {
+          lifecycle.expectRestart(this.domain, 'start');
+          try {
+            await this.#start();
+            break;
+          } catch (error) {
+            lifecycle.cancelRestart(this.domain, 'start');
+            if (attempt >= RESTART_ATTEMPTS) throw error;
+            this.#host.warn(`${this.domain} did not start again (attempt ${attempt}): ${(error as Error).message}`);
+            await new Promise((resolve) => setTimeout(resolve, 2000));
+          }
+        }
       } catch (error) {
+        // The guest is gone for good: the engine fails the node at once (vm.crashed) instead of waiting out a step.
         const reason = `not started again after its guest rebooted: ${(error as Error).message}`;
+        this.#host.emit({ kind: 'vm.crashed', node: this.name, domain: this.domain, reason });
         this.#host.emit({ kind: 'vm.stopped', node: this.name, domain: this.domain, reason });
       }
     });
