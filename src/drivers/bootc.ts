@@ -12,10 +12,10 @@ const PROGRESS_FIFO = '/run/devpivot-progress';
 
 /**
  * `bootc switch --progress-fd 3 IMAGE` with fd 3 a FIFO whose reader prints each JSON line on the console behind
- * `devpivot-progress: ` (engine/guest-progress.ts reads it), bootc's exit status kept. `$$` is systemd's `$`.
+ * `devpivot-progress: ` (engine/guest-progress.ts reads it), bootc's exit status kept. `$$` and `%%` are systemd's `$` and `%` (a bare `%s` would be a specifier).
  */
 export function switchWithProgress(image: string): string {
-  const relay = `{ while IFS= read -r l; do printf "devpivot-progress: %s\\n" "$$l" >/dev/console; done <$$p; } &`;
+  const relay = `{ while IFS= read -r l; do printf "devpivot-progress: %%s\\n" "$$l" >/dev/console; done <$$p; } &`;
   return [
     `/bin/sh -c 'p=${PROGRESS_FIFO}; rm -f $$p; mkfifo -m 0600 $$p || exit 1; ${relay}`,
     `/usr/bin/bootc switch --progress-fd 3 ${image} 3>$$p; rc=$$?; wait; rm -f $$p; exit $$rc'`,

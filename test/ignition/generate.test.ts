@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { execa } from 'execa';
-import { pivotDrivers } from '../../src/drivers/index.js';
+import { DRIVERS, pivotDrivers } from '../../src/drivers/index.js';
 import { generateIgnition, type IgnitionOptions } from '../../src/ignition/generate.js';
 import { mergeSpec3 } from '../../src/ignition/merge.js';
 import { decodeDataUrl, type IgnitionConfig } from '../../src/ignition/render.js';
@@ -358,4 +358,17 @@ test('a node without a target: the boot report, trust and access, no update unit
   t.true(units(config).some((u) => u.name === 'devpivot-report.service' && u.enabled === true));
   const result = await runIgnitionValidate(config);
   t.true(result.checked && result.ok, result.output);
+});
+
+// systemd expands `%x` specifiers in Exec lines (systemd.unit(5) "Specifiers"): a literal `%` must be written `%%`,
+// or `printf "%s"` in a unit prints the user's shell instead of its argument.
+test('every generated unit writes a literal % in its Exec lines as %% (no systemd specifier by accident)', (t) => {
+  for (const driver of pivotDrivers()) {
+    const config = generateIgnition(full(driver, DRIVERS[driver].specs.default));
+    for (const unit of units(config)) {
+      const texts = [unit.contents ?? '', ...(unit.dropins ?? []).map((d) => d.contents)];
+      for (const line of texts.flatMap((text) => text.split('\n')).filter((l) => /^Exec[A-Za-z]*=/.test(l)))
+        t.notRegex(line.replaceAll('%%', ''), /%/, `${driver} ${unit.name}: ${line}`);
+    }
+  }
 });
