@@ -23,5 +23,22 @@ test.serial('old-to-new-bootc: legacy-booted v1 switches to a native v2; switchi
   const console = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
   t.true(console.some((line) => /Queued for next boot: 10\.0\.2\.2:\d+\/devpivot\/v2@sha256:/.test(line)));
   t.true(console.some((line) => line.includes(`  Digest: ${digest}`)));
+  // bootc's own progress (--progress-fd on the unit's FIFO, relayed to the console): the layer fetched, the
+  // import, the staging's last step, in that order (progress_jsonl.rs events through guest.progress).
+  const progress = run.events.flatMap((e) =>
+    e.kind === 'guest.progress' && e.tool === 'bootc' && !e.partial ? [`${e.task} ${e.steps}/${e.stepsTotal}`] : [],
+  );
+  t.deepEqual(progress, [
+    'pulling 1/1',
+    'importing 0/1',
+    'importing 1/1',
+    'staging 0/3',
+    'staging 1/3',
+    'staging 1/3',
+    'staging 2/3',
+    'staging 3/3',
+  ]);
+  const layer = run.events.find((e) => e.kind === 'guest.progress' && e.task === 'pulling' && !e.partial);
+  t.true(layer !== undefined && 'bytes' in layer && layer.bytes === layer.bytesTotal && (layer.bytes ?? 0) > 0);
   t.deepEqual(leftoverDomains('old-to-new-bootc'), []);
 });
