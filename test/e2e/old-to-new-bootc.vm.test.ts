@@ -38,7 +38,10 @@ test.serial('old-to-new-bootc: legacy-booted v1 switches to a native v2; switchi
     'staging 2/3',
     'staging 3/3',
   ]);
-  const layer = run.events.find((e) => e.kind === 'guest.progress' && e.task === 'pulling' && !e.partial);
-  t.true(layer !== undefined && 'bytes' in layer && layer.bytes === layer.bytesTotal && (layer.bytes ?? 0) > 0);
+  const layer = run.events.find(
+    (e): e is Extract<typeof e, { kind: 'guest.progress' }> =>
+      e.kind === 'guest.progress' && e.task === 'pulling' && !e.partial,
+  );
+  t.true(layer !== undefined && layer.bytes === layer.bytesTotal && (layer.bytes ?? 0) > 0);
   t.deepEqual(leftoverDomains('old-to-new-bootc'), []);
 });
