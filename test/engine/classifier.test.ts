@@ -6,9 +6,9 @@ import {
   classify,
   type GuestEvent,
   initialState,
-  refusedRequest,
-  stripConsoleNoise,
 } from '../../src/engine/classifier.js';
+import { stripConsoleNoise } from '../../src/engine/console-noise.js';
+import { refusedRequest } from '../../src/engine/refused-request.js';
 import { repoRoot } from '../helpers/cli.js';
 
 function consoleOf(name: string): ClassifierInput[] {
