@@ -79,6 +79,24 @@ export type DevpivotEvent =
   | { kind: 'guest.pivot.skipped'; node: string; target: string; reason: string }
   /** `image`: what booted by digest (`host/repo@sha256:…`) when the guest knows it (the report line's `image`). */
   | { kind: 'guest.booted'; node: string; bootId: string; version: string; commit: string; image?: string }
+  /**
+   * What the update tool itself says of its progress (engine/guest-progress.ts): bootc's `--progress-fd` events
+   * (`task` pulling, importing, staging; `bytes` for pulling) and rpm-ostree's per-layer lines (`task` pulling).
+   * `subtask`: the last subtask's description (a layer, "Importing Image", "Removing old images").
+   */
+  | {
+      kind: 'guest.progress';
+      node: string;
+      tool: 'bootc' | 'rpm-ostree';
+      task: string;
+      steps: number;
+      stepsTotal: number;
+      bytes?: number;
+      bytesTotal?: number;
+      /** A byte update in the middle of a layer (bootc sends those lossily); absent on each step's event. */
+      partial?: true;
+      subtask?: string;
+    }
   /** `cause`: the class of failure when devpivot knows it (`secure-boot`: a signature the boot chain refused). */
   | { kind: 'guest.failure'; node: string; reason: string; line: string; cause?: FailureCause }
   // scenario runs

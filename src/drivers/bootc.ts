@@ -7,6 +7,21 @@ import { updateUnitFragment, updateUnitNoReboot } from './update-unit.js';
 
 const NO_KARGS = 'bootc images carry their kernel arguments in /usr/lib/bootc/kargs.d';
 
+/** The FIFO bootc writes its progress to (tokio's pipe Sender refuses anything but a pipe). */
+const PROGRESS_FIFO = '/run/devpivot-progress';
+
+/**
+ * `bootc switch --progress-fd 3 IMAGE` with fd 3 a FIFO whose reader prints each JSON line on the console behind
+ * `devpivot-progress: ` (engine/guest-progress.ts reads it), bootc's exit status kept. `$$` and `%%` are systemd's `$` and `%` (a bare `%s` would be a specifier).
+ */
+export function switchWithProgress(image: string): string {
+  const relay = `{ while IFS= read -r l; do printf "devpivot-progress: %%s\\n" "$$l" >/dev/console; done <$$p; } &`;
+  return [
+    `/bin/sh -c 'p=${PROGRESS_FIFO}; rm -f $$p; mkfifo -m 0600 $$p || exit 1; ${relay}`,
+    `/usr/bin/bootc switch --progress-fd 3 ${image} 3>$$p; rc=$$?; wait; rm -f $$p; exit $$rc'`,
+  ].join(' ');
+}
+
 export const bootc: DriverDefinition = {
   formats: ['native'],
   specs: { default: '3.0.0', majors: [3], guests: 'bootc images with Ignition (Fedora CoreOS ≥ 41, Ignition 2.x)' },
@@ -30,7 +45,7 @@ export const bootc: DriverDefinition = {
     const fragment = updateUnitFragment(
       'devpivot-switch.service',
       'devpivot: switch to the target bootc image and reboot',
-      [`/usr/bin/bootc switch ${image}`],
+      [switchWithProgress(image)],
     );
     fragment.units.push(FINALIZE_STAGED_UNIT);
     return fragment;

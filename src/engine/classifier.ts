@@ -1,5 +1,8 @@
 import type { DevpivotEvent, EventOf, PivotPhase } from '../core/events.js';
+import { stripConsoleNoise } from './console-noise.js';
+import { guestProgress } from './guest-progress.js';
 import { pullCause, pullCauseReason } from './pull-cause.js';
+import { refusedRequest } from './refused-request.js';
 import { secureBootRefusal } from './secure-boot.js';
 
 /**
@@ -40,23 +43,6 @@ export interface Classified {
 }
 
 const REPORT_PREFIX = 'devpivot-report: ';
-
-/** agetty's prompt ends without a newline, so the next kernel or journal line is glued to it. */
-const LOGIN_PROMPT = /^[\w.-]+ login: (?=\S)/;
-
-/**
- * Console noise before the text: kernel timestamps, systemd status tags, ANSI colours, carriage returns, a login
- * prompt. (Not `vm/console-lines.ts` `cleanLine`, which only removes terminal escapes and control characters.)
- */
-export function stripConsoleNoise(line: string): string {
-  return line
-    .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
-    .replace(/\r/g, '')
-    .replace(LOGIN_PROMPT, '')
-    .replace(/^\s*\[\s*\d+\.\d+\]\s?/, '')
-    .replace(/^\s*\[\s*(OK|FAILED|DEPEND|TIME|\*+)\s*\]\s?/, '')
-    .trim();
-}
 
 /**
  * Failure markers: any of them means the node is broken, so the engine fails at once. First kola's console checks,
@@ -120,42 +106,6 @@ const RETRIED_ERROR = /(?:^|\]: )Error: (\S.*)$/;
 
 /** Failures whose own line says only that retries ran out: the reason adds the last retried error. */
 const NEEDS_CAUSE: ReadonlySet<string> = new Set(['fatal error']);
-
-/**
- * rpm-ostree's refusal of a rebase to the reference the default deployment's origin already names (coreos/rpm-ostree
- * d5ef5f0c src/daemon/rpmostreed-transaction-types.cxx:91 and :139, `change_origin_refspec`): the client prints
- * `error: Old and new refs are equal: <ref>` and exits 1 before pulling, staging nothing. A refused request, not a
- * failed pivot: the node keeps running what it runs, as pivot's "Already at target".
- */
-export const REFUSED_REQUEST = /(?:^|\]: )error: (Old and new refs are equal): (\S+)/;
-
-/**
- * bootc's answer to a switch to the image the host's spec already names (bootc-dev/bootc 534c76ea
- * crates/lib/src/cli.rs:1436 switch_ostree): "Image specification is unchanged.", exit 0, nothing staged.
- */
-export const UNCHANGED_SPEC = /(?:^|\]: )(Image specification is unchanged)\.$/;
-
-/**
- * An upgrade whose image did not change: bootc's "No update available." (crates/lib/src/cli.rs:1360 upgrade) and
- * rpm-ostree's "No upgrade available." (d5ef5f0c src/daemon/rpmostreed-transaction-types.cxx:1608); nothing staged.
- */
-export const NO_UPDATE = /(?:^|\]: )(No (?:update|upgrade) available)\.$/;
-
-/**
- * The refusal in a tool's output (a console line or a request's own output), as a `guest.pivot.skipped` reason.
- * bootc's line names no image: `target` is the one requested (else the classifier's).
- */
-export function refusedRequest(output: string, target = ''): { target: string; reason: string } | undefined {
-  for (const raw of output.split('\n')) {
-    const line = stripConsoleNoise(raw);
-    const match = REFUSED_REQUEST.exec(line);
-    if (match)
-      return { target: match[2]!.replace(/^ostree-[a-z-]+:(?:docker:\/\/)?/, ''), reason: match[1]!.toLowerCase() };
-    const unchanged = UNCHANGED_SPEC.exec(line) ?? NO_UPDATE.exec(line);
-    if (unchanged) return { target, reason: unchanged[1]!.toLowerCase() };
-  }
-  return undefined;
-}
 
 /** A bare `error: ` line is an update tool's only after one of these facts of the boot (its pull or staging). */
 const TOOL_AT_WORK = (seen: ReadonlySet<string>) => [...seen].some((fact) => fact.startsWith('pivot:'));
@@ -286,6 +236,8 @@ export function classify(state: ClassifierState, input: ClassifierInput): Classi
 function classifyLine(state: ClassifierState, node: string, raw: string): Classified {
   const line = stripConsoleNoise(raw);
   if (line === '') return { state, events: [] };
+  const progress = guestProgress(node, line);
+  if (progress) return { state, events: [progress] };
   const at = line.indexOf(REPORT_PREFIX);
   if (at >= 0) return classifyReport(state, node, line.slice(at + REPORT_PREFIX.length), line);
   const refused = refusedRequest(line);

@@ -12,11 +12,11 @@ import {
   type StepRuntime,
 } from '../steps/runtime.js';
 import { formatDuration } from '../steps/units.js';
-import { refusedRequest } from './classifier.js';
 import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { Deps } from './deps.js';
 import type { NodeWatches } from './node-watch.js';
 import { guestPullspec, type World } from './prepare.js';
+import { refusedRequest } from './refused-request.js';
 import { runOverSsh, type SshTarget } from './ssh.js';
 import { AS_ROOT, pivotRequestScript, quoteShell, REBOOT_MARKER, updateRequestScript } from './ssh-pivot.js';
 import type { StagedWatchdog } from './staged-watchdog.js';

@@ -27,6 +27,7 @@ export const jsonFormatters: EventFormatters<string> = {
   'guest.pivot.skipped': line,
   'guest.booted': line,
   'guest.failure': line,
+  'guest.progress': line,
   'run.start': line,
   'step.start': line,
   'step.pass': line,

@@ -31,6 +31,7 @@ export const junitFormatters: EventFormatters<Note> = {
   'guest.pivot.skipped': (e) => ({ node: e.node, text: `pivot skipped: ${e.reason}` }),
   'guest.booted': (e) => ({ node: e.node, text: `booted version ${e.version} commit ${e.commit}` }),
   'guest.failure': (e) => ({ node: e.node, text: `FAILURE: ${e.reason}` }),
+  'guest.progress': none,
   'run.start': none,
   'step.start': none,
   'step.pass': none,

@@ -43,6 +43,11 @@ export const plainFormatters: EventFormatters<string | null> = {
   'guest.pivot.skipped': (e) => `${e.node}: pivot skipped (${e.reason})`,
   'guest.booted': (e) => `${e.node}: booted version ${e.version} (${e.commit.slice(0, 12)}, boot ${e.bootId})`,
   'guest.failure': (e) => `${e.node}: FAILURE ${e.reason}`,
+  // Sparse: each step the tool reports, not its byte updates (a pull's partial bytes print nothing).
+  'guest.progress': (e) =>
+    e.partial
+      ? null
+      : `${e.node}: ${e.tool} ${e.task} ${e.steps}/${e.stepsTotal}${e.bytesTotal ? ` (${mib(e.bytes ?? 0)} of ${mib(e.bytesTotal)})` : ''}${e.subtask ? `: ${e.subtask}` : ''}`,
   'run.start': (e) => `scenario ${e.scenario}: nodes ${e.nodes.join(', ')}`,
   'step.start': (e) => `▶ ${e.name}`,
   'step.pass': (e) => `✓ ${e.name} (${formatDuration(e.ms)})`,

@@ -147,6 +147,7 @@ function NodeRow({
         {`  reboots ${node.reboots}`}
         {node.startedAt ? `  ${formatClock(clock - node.startedAt)}` : ''}
       </Text>
+      {node.guest && !node.failure && <Text dimColor>{`    guest: ${guestText(node.guest)}`}</Text>}
       {node.failure && <Text color="red">{`    ${truncate(node.failure, 110)}`}</Text>}
     </Box>
   );
@@ -199,6 +200,14 @@ function Summary({ state }: { state: ViewState }) {
       ))}
     </Box>
   );
+}
+
+/** The guest's own account under the registry's bar: layers and bytes while pulling, steps after. */
+function guestText(guest: NonNullable<NodeView['guest']>): string {
+  const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+  if (guest.task === 'pulling')
+    return `pulling ${guest.steps}/${guest.stepsTotal} layers${guest.bytesTotal ? ` · ${mib(guest.bytes ?? 0)}/${mib(guest.bytesTotal)} MiB` : ''}`;
+  return `${guest.task} ${guest.steps}/${guest.stepsTotal}`;
 }
 
 function bar(sent: number, total: number): string {

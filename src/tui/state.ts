@@ -21,6 +21,8 @@ export interface NodeView {
    * this node (its own port of the embedded registry).
    */
   progress?: { sent: number; total: number };
+  /** What the guest's update tool says of its own progress (guest.progress): its task, steps and bytes. */
+  guest?: { task: string; steps: number; stepsTotal: number; bytes?: number; bytesTotal?: number };
   boots: number;
   /** Reboots and restarts seen from the host (vm.reboot, a start after a stop): counted when they happen. */
   reboots: number;
@@ -189,6 +191,18 @@ function onEvent(state: ViewState, event: Stamped): ViewState {
       }));
     case 'guest.pivot.skipped':
       return updateNode(state, event.node, (node) => ({ ...node, phase: 'already at target' }));
+    case 'guest.progress':
+      return updateNode(state, event.node, (node) => ({
+        ...node,
+        // The tool's own word: importing and staging are phases the registry's bytes cannot show.
+        ...(event.task === 'importing' || event.task === 'staging' ? { phase: event.task } : {}),
+        guest: {
+          task: event.task,
+          steps: event.steps,
+          stepsTotal: event.stepsTotal,
+          ...(event.bytes !== undefined ? { bytes: event.bytes, bytesTotal: event.bytesTotal ?? 0 } : {}),
+        },
+      }));
     case 'guest.failure':
       return updateNode(state, event.node, (node) => ({ ...node, phase: 'failed', failure: event.reason }));
     case 'blob.progress': {

@@ -23,5 +23,38 @@ test.serial('old-to-new-bootc: legacy-booted v1 switches to a native v2; switchi
   const console = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
   t.true(console.some((line) => /Queued for next boot: 10\.0\.2\.2:\d+\/devpivot\/v2@sha256:/.test(line)));
   t.true(console.some((line) => line.includes(`  Digest: ${digest}`)));
+  // bootc's own progress (--progress-fd on the unit's FIFO, relayed to the console): byte updates during the
+  // copy (steps 0, bytes growing), then the required events: the layer fetched, the import, the staging's steps,
+  // in that order (progress_jsonl.rs events through guest.progress). The last byte update may already carry every
+  // byte (the copy finished, the layer not imported yet): it is still steps 0.
+  const progress = run.events.filter(
+    (e): e is Extract<typeof e, { kind: 'guest.progress' }> => e.kind === 'guest.progress' && e.tool === 'bootc',
+  );
+  const fetched = progress.findIndex((e) => e.task === 'pulling' && e.steps === 1);
+  t.true(fetched > 0, 'byte updates come before the layer fetched');
+  const updates = progress.slice(0, fetched);
+  t.true(updates.every((e) => e.task === 'pulling' && e.steps === 0));
+  const bytes = updates.map((e) => e.bytes ?? -1);
+  t.deepEqual(
+    bytes,
+    [...bytes].sort((x, y) => x - y),
+    'bytes only grow',
+  );
+  t.true(bytes.every((b) => b >= 0 && b <= (updates[0]?.bytesTotal ?? 0)));
+  const layer = progress[fetched]!;
+  t.true(layer.bytes === layer.bytesTotal && (layer.bytes ?? 0) > 0 && !layer.partial);
+  t.deepEqual(
+    progress.slice(fetched).map((e) => `${e.task} ${e.steps}/${e.stepsTotal}`),
+    [
+      'pulling 1/1',
+      'importing 0/1',
+      'importing 1/1',
+      'staging 0/3',
+      'staging 1/3',
+      'staging 1/3',
+      'staging 2/3',
+      'staging 3/3',
+    ],
+  );
   t.deepEqual(leftoverDomains('old-to-new-bootc'), []);
 });

@@ -6,9 +6,9 @@ import {
   classify,
   type GuestEvent,
   initialState,
-  refusedRequest,
-  stripConsoleNoise,
 } from '../../src/engine/classifier.js';
+import { stripConsoleNoise } from '../../src/engine/console-noise.js';
+import { refusedRequest } from '../../src/engine/refused-request.js';
 import { repoRoot } from '../helpers/cli.js';
 
 function consoleOf(name: string): ClassifierInput[] {
@@ -45,6 +45,8 @@ const brief = (events: GuestEvent[]) =>
         return `ignition ${event.ok}`;
       case 'guest.pivot.skipped':
         return `skipped ${event.reason.slice(0, 17)}`;
+      case 'guest.progress':
+        return `progress ${event.task} ${event.steps}/${event.stepsTotal}`;
       default:
         return `failure ${event.reason.split(':')[0]}`;
     }

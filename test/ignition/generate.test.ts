@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { execa } from 'execa';
-import { pivotDrivers } from '../../src/drivers/index.js';
+import { DRIVERS, pivotDrivers } from '../../src/drivers/index.js';
 import { generateIgnition, type IgnitionOptions } from '../../src/ignition/generate.js';
 import { mergeSpec3 } from '../../src/ignition/merge.js';
 import { decodeDataUrl, type IgnitionConfig } from '../../src/ignition/render.js';
@@ -105,7 +105,14 @@ test('rpm-ostree and bootc: a oneshot unit that rebases / switches, then reboots
   t.regex(rebase?.contents ?? '', /ExecStart=\/usr\/bin\/systemctl reboot\n/);
   t.regex(rebase?.contents ?? '', /^ConditionPathExists=!\/var\/lib\/devpivot\/pivot-started$/m);
   const sw = units(generateIgnition(full('bootc', '3.0.0'))).find((u) => u.name === 'devpivot-switch.service');
-  t.regex(sw?.contents ?? '', new RegExp(`^ExecStart=/usr/bin/bootc switch ${IMAGE.replace(/[.]/g, '\\.')}$`, 'm'));
+  // bootc's progress on a FIFO, relayed to the console (drivers/bootc.ts switchWithProgress).
+  t.regex(
+    sw?.contents ?? '',
+    new RegExp(
+      `^ExecStart=/bin/sh -c '.*/usr/bin/bootc switch --progress-fd 3 ${IMAGE.replace(/[.]/g, '\\.')} 3>\\$\\$p;`,
+      'm',
+    ),
+  );
   const error = t.throws(() => generateIgnition({ ...full('bootc', '3.0.0'), kernelArgs: ['ADD:x'] }));
   t.is((error as { code?: string }).code, 'IGNITION_KERNEL_ARG');
 });
@@ -351,4 +358,17 @@ test('a node without a target: the boot report, trust and access, no update unit
   t.true(units(config).some((u) => u.name === 'devpivot-report.service' && u.enabled === true));
   const result = await runIgnitionValidate(config);
   t.true(result.checked && result.ok, result.output);
+});
+
+// systemd expands `%x` specifiers in Exec lines (systemd.unit(5) "Specifiers"): a literal `%` must be written `%%`,
+// or `printf "%s"` in a unit prints the user's shell instead of its argument.
+test('every generated unit writes a literal % in its Exec lines as %% (no systemd specifier by accident)', (t) => {
+  for (const driver of pivotDrivers()) {
+    const config = generateIgnition(full(driver, DRIVERS[driver].specs.default));
+    for (const unit of units(config)) {
+      const texts = [unit.contents ?? '', ...(unit.dropins ?? []).map((d) => d.contents)];
+      for (const line of texts.flatMap((text) => text.split('\n')).filter((l) => /^Exec[A-Za-z]*=/.test(l)))
+        t.notRegex(line.replaceAll('%%', ''), /%/, `${driver} ${unit.name}: ${line}`);
+    }
+  }
 });

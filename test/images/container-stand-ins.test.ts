@@ -20,6 +20,7 @@ let dir: string;
 let registry: RunningRegistry;
 let native: { pinned: string; digest: string; commit: string };
 let legacy: { pinned: string };
+let nativeV1: { pinned: string; digest: string };
 let v1: string;
 
 const ostree = (...args: string[]) => execFileSync('ostree', args, { encoding: 'utf8' }).trim();
@@ -58,6 +59,12 @@ test.before(async () => {
   v1 = os.v1;
   native = await buildAndPush({ repo: os.repo, commit: os.v2, format: 'native', target: `${registry.address}/os:v2` });
   legacy = await buildAndPush({ repo: os.repo, commit: os.v2, target: `${registry.address}/legacy:v2` });
+  nativeV1 = await buildAndPush({
+    repo: os.repo,
+    commit: os.v1,
+    format: 'native',
+    target: `${registry.address}/os:v1`,
+  });
   // The node: a sysroot with v1 deployed, its origin as the fixture's boot image has one.
   await mkdir(sysroot());
   ostree('admin', 'init-fs', sysroot());
@@ -85,7 +92,7 @@ test.before(async () => {
       '',
     ].join('\n'),
   );
-  for (const name of ['rpm-ostree', 'bootc', 'container-import.sh', 'deployment-order.sh']) {
+  for (const name of ['rpm-ostree', 'bootc', 'container-import.sh', 'deployment-order.sh', 'bootc-progress.sh']) {
     const text = (await readFile(join(repoRoot, 'images', 'fixture', 'guest', name), 'utf8'))
       .replace('export PATH=/usr/sbin:/usr/bin\n', `export PATH=/usr/sbin:/usr/bin:/bin; . ${join(dir, 'shim.sh')}\n`)
       .replace(/^repo=\/sysroot\/ostree\/repo$/m, `repo=${repo()}`)
@@ -93,7 +100,8 @@ test.before(async () => {
       .replace(/^ci_tmp=.*$/m, `ci_tmp=${join(dir, 'import')}`)
       .replaceAll('/ostree/deploy/', `${sysroot()}/ostree/deploy/`)
       .replace('/usr/lib/fixture/container-import.sh', join(bin, 'container-import.sh'))
-      .replace('/usr/lib/fixture/deployment-order.sh', join(bin, 'deployment-order.sh'));
+      .replace('/usr/lib/fixture/deployment-order.sh', join(bin, 'deployment-order.sh'))
+      .replace('/usr/lib/fixture/bootc-progress.sh', join(bin, 'bootc-progress.sh'));
     await writeFile(join(bin, name), text);
     await chmod(join(bin, name), 0o755);
   }
@@ -139,7 +147,9 @@ test.serial('rpm-ostree rebase imports the native image, writes the merge commit
   const lines = run.stdout.trim().split('\n');
   t.deepEqual(lines.slice(0, 2), [`Pulling manifest: ${imgref}`, `Importing: ${imgref} (digest: ${native.digest})`]);
   t.regex(lines[2]!, /^ostree chunk layers needed: 1 \(\d+(\.\d)? (bytes|kB|MB)\)$/);
-  t.deepEqual(lines.slice(3), [
+  // rust/src/sysroot_upgrade.rs layer_progress_print: one task per layer fetched, 19 hex digits, glib's size.
+  t.regex(lines[3]!, /^\[1\/1\] Fetching ostree chunk [0-9a-f]{19} \(\d+(\.\d)? (bytes|kB|MB)\)\.\.\.done$/);
+  t.deepEqual(lines.slice(4), [
     'Staging deployment...done',
     'Changes queued for next boot. Run "systemctl reboot" to start a reboot',
   ]);
@@ -294,6 +304,112 @@ test.serial(
     t.is((await standIn('rpm-ostree', 'cleanup', '-r')).code, 1);
   },
 );
+
+/** The stand-in run with `--progress-fd 3` on a FIFO, as the bootc driver's unit runs it: its JSON lines. */
+async function withProgress(...args: string[]): Promise<{ code: number; stderr: string; lines: string[] }> {
+  const fifo = join(dir, 'progress.fifo');
+  const out = join(dir, 'progress.out');
+  await rm(fifo, { force: true });
+  const script = `mkfifo "$1" && { cat "$1" >"$2" & } && busybox sh "$3" "$4" --progress-fd 3 "$5" 3>"$1"; rc=$?; wait; exit $rc`;
+  const run = await exec('sh', ['-c', script, 'sh', fifo, out, join(dir, 'bin', 'bootc'), ...args]).then(
+    (r) => ({ code: 0, stderr: r.stderr }),
+    (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+  );
+  return { ...run, lines: (await readFile(out, 'utf8')).split('\n').filter((line) => line !== '') };
+}
+
+/** RFC 8785 key order (canon_json, as bootc serializes): every object's keys sorted. */
+const canonical = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(canonical)
+    : value && typeof value === 'object'
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
+        )
+      : value;
+
+test.serial(
+  'bootc switch --progress-fd writes the JSON Lines of progress_jsonl.rs: pulling, importing, staging',
+  async (t) => {
+    // Not execFileSync: the registry answers from this process.
+    const raw = await exec('skopeo', ['inspect', '--raw', '--tls-verify=false', `docker://${nativeV1.pinned}`]);
+    const manifest = JSON.parse(raw.stdout) as { layers: { digest: string; size: number }[] };
+    const [layer] = manifest.layers;
+    const run = await withProgress('switch', nativeV1.pinned);
+    t.is(run.code, 0, run.stderr);
+    for (const line of run.lines) t.is(line, JSON.stringify(canonical(JSON.parse(line))), 'keys sorted, no whitespace');
+    const d = nativeV1.digest;
+    const short = layer!.digest.slice(7, 28);
+    const subtask = (bytes: number) =>
+      `{"bytes":${bytes},"bytesCached":0,"bytesTotal":${layer!.size},"description":"ostree chunk: ${short}","id":"${short}","subtask":"ostree chunk"}`;
+    const pulling = (bytes: number, steps: number, sub: number) =>
+      `{"bytes":${bytes},"bytesCached":0,"bytesTotal":${layer!.size},"description":"Pulling Image: ${d}","id":"${d}","steps":${steps},"stepsCached":0,"stepsTotal":1,"subtasks":[${subtask(sub)}],"task":"pulling","type":"ProgressBytes"}`;
+    const step = (name: string, id: string, description: string, completed: boolean) =>
+      `{"completed":${completed},"description":"${description}","id":"${id}","subtask":"${name}"}`;
+    const importing = (steps: number) =>
+      `{"description":"Importing Image","id":"${d}","steps":${steps},"stepsCached":0,"stepsTotal":1,"subtasks":[${step('importing', 'importing', 'Importing Image', steps === 1)}],"task":"importing","type":"ProgressSteps"}`;
+    const subs = [
+      ['merging', 'fetching', 'Merging Image'],
+      ['deploying', 'deploying', 'Deploying Image'],
+      ['bound_images', 'bound_images', 'Pulling Bound Images'],
+      ['cleanup', 'cleanup', 'Removing old images'],
+    ] as const;
+    const staging = (steps: number, done: number) => {
+      const list = subs.slice(0, Math.min(done + 1, 4)).map(([n, i, desc], k) => step(n, i, desc, k < done));
+      if (done === 4) list.push(step('cleanup', 'cleanup', 'Removing old images', true));
+      return `{"description":"Deploying Image","id":"${d}","steps":${steps},"stepsCached":0,"stepsTotal":3,"subtasks":[${list.join(',')}],"task":"staging","type":"ProgressSteps"}`;
+    };
+    t.is(run.lines[0], '{"type":"Start","version":"0.1.0"}');
+    const done = run.lines.indexOf(pulling(layer!.size, 1, layer!.size));
+    t.true(done > 0, 'the layer fetched: a required event with bytes == total');
+    // Lossy updates between Start and it: the bytes that arrived, never more than the layer.
+    for (const line of run.lines.slice(1, done)) {
+      const event = JSON.parse(line) as { bytes: number; steps: number; subtasks: { bytes: number }[] };
+      t.is(line, pulling(event.bytes, 0, event.subtasks[0]!.bytes));
+      t.true(event.bytes <= layer!.size);
+    }
+    t.deepEqual(run.lines.slice(done + 1), [
+      importing(0),
+      importing(1),
+      staging(0, 0),
+      staging(1, 1),
+      staging(1, 2),
+      staging(2, 3),
+      staging(3, 4),
+    ]);
+    // Again (this host deploys instead of staging, so the spec does not name it yet): already imported, "No
+    // changes in" (prepare_for_pull AlreadyPresent), so no pull and no import events, only the staging.
+    const again = await withProgress('switch', nativeV1.pinned);
+    t.is(again.code, 0, again.stderr);
+    t.deepEqual(again.lines, [
+      '{"type":"Start","version":"0.1.0"}',
+      staging(0, 0),
+      staging(1, 1),
+      staging(1, 2),
+      staging(2, 3),
+      staging(3, 4),
+    ]);
+  },
+);
+
+test.serial('bootc --progress-fd refuses fds 0-2 (clap, exit 2) and a fd that is not a pipe', async (t) => {
+  const low = await standIn('bootc', 'switch', '--progress-fd', '1', nativeV1.pinned);
+  t.is(low.code, 2);
+  t.regex(
+    low.stderr,
+    /^error: invalid value '1' for '--progress-fd <PROGRESS_FD>': Cannot use fd 1 for progress JSON\n/,
+  );
+  const file = await exec('sh', [
+    '-c',
+    `busybox sh "$0" switch --progress-fd 3 x 3>"$1"`,
+    join(dir, 'bin', 'bootc'),
+    join(dir, 'f'),
+  ]).catch((e: { code: number; stderr: string }) => e);
+  t.is((file as { code: number }).code, 1);
+  t.is((file as { stderr: string }).stderr, 'error: Switching (ostree): not a pipe\n');
+});
 
 // Last: it stops the registry.
 test.serial(

@@ -65,6 +65,35 @@ test('header, node rows, running step and console pane', async (t) => {
   view.unmount();
 });
 
+test("a bootc node's row shows the guest's own layers and bytes next to the registry's bar, then its steps", async (t) => {
+  const { view, emit } = await setup();
+  const mib = 1024 * 1024;
+  await emit(
+    { kind: 'vm.started', node: 'node1', domain: 'd1' },
+    { kind: 'guest.booted', node: 'node1', bootId: 'b', version: '1', commit: 'c' },
+    { kind: 'guest.pivot', node: 'node1', phase: 'pulling', target: 't' },
+    { kind: 'blob.progress', repository: 'r', digest: 'sha256:x', sent: 50, total: 100, client: 'c', node: 'node1' },
+    {
+      kind: 'guest.progress',
+      node: 'node1',
+      tool: 'bootc',
+      task: 'pulling',
+      steps: 0,
+      stepsTotal: 1,
+      bytes: 30 * mib,
+      bytesTotal: 60 * mib,
+      partial: true,
+    },
+  );
+  t.regex(
+    await frameMatching(view, /guest/),
+    /node1 +\S pulling .*\] 50% {2}reboots 0 .*\n {4}guest: pulling 0\/1 layers · 30\.0\/60\.0 MiB\n/,
+  );
+  await emit({ kind: 'guest.progress', node: 'node1', tool: 'bootc', task: 'staging', steps: 2, stepsTotal: 3 });
+  t.regex(await frameMatching(view, /guest staging/), /node1 +\S staging .*reboots 0.*\n {4}guest: staging 2\/3\n/);
+  view.unmount();
+});
+
 test('the target keeps its scenario name through the pivot; importing replaces a full bar', async (t) => {
   const { view, emit } = await setup();
   const before = await frameMatching(view, /node1/);
