@@ -4,6 +4,9 @@
  * exits with that status. A second one does not wait for that cleanup: it runs the emergency hooks (a
  * best-effort destroy of what the run created) for at most EMERGENCY_BUDGET_MS and exits at once.
  * While a kept environment is served (`--keep`), a signal ends the serving instead: the run itself is over.
+ * A closed stdout or stderr (`devpivot run --json | head`, a test runner killed while its child runs) counts as a
+ * first signal, 'SIGPIPE' (exit 141, as a shell reports a process killed by it): Node ignores the signal itself and
+ * fails the write with EPIPE, which unhandled would end the process before the cleanup, VMs left running.
  */
 import { DevpivotError, ExitCode } from '../core/errors.js';
 import { exitProcess } from '../core/exit.js';
@@ -11,15 +14,20 @@ import { exitProcess } from '../core/exit.js';
 /** How long the second signal's best-effort destroy may take before the process exits regardless. */
 export const EMERGENCY_BUDGET_MS = 1000;
 
-export type Interrupt = 'SIGINT' | 'SIGTERM';
+export type Interrupt = 'SIGINT' | 'SIGTERM' | 'SIGPIPE';
 
 export function interruptExitCode(signal: Interrupt): ExitCode {
-  return signal === 'SIGINT' ? ExitCode.interrupted : ExitCode.terminated;
+  return signal === 'SIGINT'
+    ? ExitCode.interrupted
+    : signal === 'SIGPIPE'
+      ? ExitCode.outputClosed
+      : ExitCode.terminated;
 }
 
 /** The abort reason of the first signal. */
 export function interruptedBy(signal: Interrupt): DevpivotError {
-  return new DevpivotError('ABORTED', `interrupted by ${signal}`, { exitCode: interruptExitCode(signal) });
+  const what = signal === 'SIGPIPE' ? 'its output was closed (EPIPE)' : `interrupted by ${signal}`;
+  return new DevpivotError('ABORTED', what, { exitCode: interruptExitCode(signal) });
 }
 
 export interface Interrupts {
@@ -29,6 +37,8 @@ export interface Interrupts {
   onEmergency(hook: () => Promise<void>): () => void;
   /** Until a signal arrives (or `stop` is called): the signal that ends it is not an interruption of the run. */
   serve(): { stopped: Promise<Interrupt | 'stopped'>; stop(): void };
+  /** The reader of stdout or stderr went away: a first 'SIGPIPE' (later ones are ignored: nothing can be said). */
+  outputClosed(): void;
 }
 
 export interface InterruptHost {
@@ -64,8 +74,14 @@ export function installInterrupts(
     void Promise.race([work, budget]).then(() => host.exit(interruptExitCode(signal)));
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) host.on(signal, () => onSignal(signal));
+  let closed = false;
   return {
     signal: controller.signal,
+    outputClosed() {
+      if (closed) return;
+      closed = true;
+      onSignal('SIGPIPE');
+    },
     onEmergency(hook) {
       hooks.add(hook);
       return () => hooks.delete(hook);

@@ -136,6 +136,11 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
  */
 export async function cli(argv: string[]): Promise<never> {
   const interrupts = installInterrupts();
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') interrupts.outputClosed();
+      else throw error;
+    });
   const code = await main(argv, {
     stdout: process.stdout,
     stderr: process.stderr,

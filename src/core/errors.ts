@@ -7,7 +7,7 @@ export type { ErrorCode } from './error-codes.js';
  * stable (scripts and tests match on it), `message` says what happened, `hint` says what to do (the catalog's
  * default when the raiser passes none). The CLI's top-level handler prints them.
  */
-export const ExitCode = { ok: 0, failure: 1, usage: 2, interrupted: 130, terminated: 143 } as const;
+export const ExitCode = { ok: 0, failure: 1, usage: 2, interrupted: 130, outputClosed: 141, terminated: 143 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
 export interface DevpivotErrorOptions {

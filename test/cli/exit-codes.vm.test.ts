@@ -93,6 +93,24 @@ test.serial('130: Ctrl-C during a run: the run stops, the VM is removed', async 
   t.deepEqual(await sessionObjects(session), { domains: [], volumes: [], running: 0 });
 });
 
+test.serial(
+  '141: the reader of --json goes away (a killed test runner, `| head`): the run stops, the VM is removed',
+  async (t) => {
+    // Before the fix the next event's write died on an unhandled EPIPE and left the domain running.
+    const { file, env, session } = workspace(
+      'closed',
+      "  - up\n  - wait: 5s\n  - expect: { console: 'never printed', within: 5m }\n",
+    );
+    const run = watchCli(['run', file, '--json', '--connect', daemon.tcpUri, '--session', session], env);
+    await run.until(/"kind":"vm\.started"/, 120_000);
+    run.child.stdout!.destroy();
+    const end = await run.exited;
+    t.is(end.code, 141, `stopped as by SIGPIPE\n${run.stderr}`);
+    t.notRegex(run.stderr, /EPIPE|Unhandled/);
+    t.deepEqual(await sessionObjects(session), { domains: [], volumes: [], running: 0 });
+  },
+);
+
 async function registryAnswers(url: string): Promise<boolean> {
   try {
     return (await fetch(`${url}/v2/`, { signal: AbortSignal.timeout(3000) })).status === 200;

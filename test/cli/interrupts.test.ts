@@ -59,3 +59,21 @@ test('while a kept run is served, a signal ends the serving and is no interrupti
   while (proc.exits.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
   t.is(proc.exits[0]!.code, 130, 'a signal during the cleanup after serving exits at once');
 });
+
+test('a closed output is a first SIGPIPE: ABORTED with 141, once; a signal after it runs the emergency hooks', async (t) => {
+  const proc = fakeProcess();
+  const interrupts = installInterrupts(proc.host);
+  const ran: string[] = [];
+  interrupts.onEmergency(async () => {
+    ran.push('destroy');
+  });
+  interrupts.outputClosed();
+  interrupts.outputClosed(); // every later write fails too: not a second signal
+  t.like(interrupts.signal.reason, { code: 'ABORTED', exitCode: 141, message: 'its output was closed (EPIPE)' });
+  t.deepEqual(proc.exits, []);
+  t.deepEqual(ran, []);
+  proc.send('SIGTERM');
+  while (proc.exits.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.deepEqual(ran, ['destroy']);
+  t.is(proc.exits[0]!.code, 143);
+});
