@@ -35,6 +35,7 @@ export const PACKAGES = {
   cpio: ['cpio'],
   ovmf: ['edk2-ovmf'],
   jq: ['jq'],
+  'json-glib-tools': ['json-glib'], // json-glib-format: the oracle of rpm-ostree's pretty JSON in the stand-in tests
   curl: ['curl'],
   openssl: ['openssl'], // the embedded registry's TLS CA and certificate (src/registry/tls.ts)
   'docker-registry': ['docker-distribution'],

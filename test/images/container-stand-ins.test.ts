@@ -92,16 +92,26 @@ test.before(async () => {
       '',
     ].join('\n'),
   );
-  for (const name of ['rpm-ostree', 'bootc', 'container-import.sh', 'deployment-order.sh', 'bootc-progress.sh']) {
+  const files = [
+    'rpm-ostree',
+    'bootc',
+    'container-import.sh',
+    'deployment-order.sh',
+    'bootc-progress.sh',
+    'commit-meta.sh',
+  ];
+  for (const name of files) {
     const text = (await readFile(join(repoRoot, 'images', 'fixture', 'guest', name), 'utf8'))
       .replace('export PATH=/usr/sbin:/usr/bin\n', `export PATH=/usr/sbin:/usr/bin:/bin; . ${join(dir, 'shim.sh')}\n`)
       .replace(/^repo=\/sysroot\/ostree\/repo$/m, `repo=${repo()}`)
       .replace(/^run=\/run\/fixture-rpm-ostree/m, `run=${join(dir, 'run')}`)
       .replace(/^ci_tmp=.*$/m, `ci_tmp=${join(dir, 'import')}`)
+      .replace(/^cm_dir=.*$/m, `cm_dir=${join(dir, 'commit-meta')}`)
       .replaceAll('/ostree/deploy/', `${sysroot()}/ostree/deploy/`)
       .replace('/usr/lib/fixture/container-import.sh', join(bin, 'container-import.sh'))
       .replace('/usr/lib/fixture/deployment-order.sh', join(bin, 'deployment-order.sh'))
-      .replace('/usr/lib/fixture/bootc-progress.sh', join(bin, 'bootc-progress.sh'));
+      .replace('/usr/lib/fixture/bootc-progress.sh', join(bin, 'bootc-progress.sh'))
+      .replace('/usr/lib/fixture/commit-meta.sh', join(bin, 'commit-meta.sh'));
     await writeFile(join(bin, name), text);
     await chmod(join(bin, name), 0o755);
   }
@@ -176,6 +186,15 @@ test.serial('rpm-ostree rebase imports the native image, writes the merge commit
   // json-glib's pretty generator (GNOME/json-glib 0be776dd json-generator.c:297-308): two spaces, `"key" : value`
   t.true(printed.startsWith('{\n  "deployments" : [\n    {\n      "id" : "fixture-'), printed.slice(0, 80));
   t.true(printed.endsWith('\n  "update-driver" : null\n}\n'));
+  // byte for byte what json-glib itself prints for the same document (json-glib-format -p, json-glib-tools)
+  await writeFile(join(dir, 'status.json'), printed);
+  const glib = execFileSync('json-glib-format', ['--prettify', join(dir, 'status.json')], { encoding: 'utf8' });
+  t.is(printed, glib, 'json-glib pretty layout');
+  // the per-commit cache (commit-meta.sh) changes no byte: warm, and cold again
+  t.true((await readdir(join(dir, 'commit-meta'))).includes(mergeCommit), 'the merge commit is cached');
+  t.is((await standIn('rpm-ostree', 'status', '--json')).stdout, printed, 'from the cache');
+  await rm(join(dir, 'commit-meta'), { recursive: true });
+  t.is((await standIn('rpm-ostree', 'status', '--json')).stdout, printed, 'read anew');
   const status = JSON.parse(printed) as { deployments: Record<string, unknown>[] };
   // a container deployment has no "origin" (rpmostreed-deployment-utils.cxx:216-244) and has "timestamp"
   t.false('origin' in status.deployments[0]!);
