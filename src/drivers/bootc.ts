@@ -3,6 +3,7 @@ import { UsageError } from '../core/errors.js';
 import { FINALIZE_STAGED_UNIT } from '../ignition/fragment.js';
 import type { DriverDefinition } from './definition.js';
 import { BOOTC_ROLLBACK } from './rollback.js';
+import { BOOTC_STAGED_LATER } from './staged-later.js';
 import { updateUnitFragment, updateUnitNoReboot } from './update-unit.js';
 
 const NO_KARGS = 'bootc images carry their kernel arguments in /usr/lib/bootc/kargs.d';
@@ -53,5 +54,5 @@ export const bootc: DriverDefinition = {
   secondRequest: (pullspec, quote) => [`bootc switch ${quote(pullspec)}`],
   noRebootReason: ({ what }) => updateUnitNoReboot(what),
   rollback: BOOTC_ROLLBACK,
-  upgrade: { follows: 'tag', request: () => ['bootc upgrade'] },
+  upgrade: { follows: 'tag', request: () => ['bootc upgrade'], later: BOOTC_STAGED_LATER },
 };

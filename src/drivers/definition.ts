@@ -66,6 +66,18 @@ export interface DriverUpgrade {
   /** Why the driver follows digests only, for messages. */
   why?: string;
   request(pullspec: string, quote: Quote): string[];
+  /** Staged now, applied later, where the tool can (src/drivers/staged-later.ts); else why not, for messages. */
+  later: DriverStagedLater | { refused: string };
+}
+
+/**
+ * An upgrade staged finalization-locked and applied later: `stage` gives the commands that stage the image the
+ * followed tag names now without applying it at shutdown; `apply` those that unlock it and reboot into it (`digest`:
+ * the image's manifest digest, which rpm-ostree checks against the staged deployment). Run as root over ssh.
+ */
+export interface DriverStagedLater {
+  stage(): string[];
+  apply(digest: string, quote: Quote): string[];
 }
 
 export interface DriverDefinition {

@@ -89,5 +89,7 @@ export const legacy: DriverDefinition = {
     request(pullspec, quote) {
       return legacy.secondRequest(pullspec, quote);
     },
+    // openshift/pivot e31a72d cmd/root.go: `rpm-ostree rebase`, then the reboot; it has no way to stage for later
+    later: { refused: 'openshift/pivot stages and reboots in one run; it has no download-only mode' },
   },
 };

@@ -41,5 +41,7 @@ export const mcd: DriverDefinition = {
     request(pullspec, quote) {
       return mcd.secondRequest(pullspec, quote);
     },
+    // pkg/daemon/update.go updateOSAndReboot: the rebase, then the reboot, in one update
+    later: { refused: 'the machine-config daemon applies an OS update and reboots in one go' },
   },
 };

@@ -5,6 +5,7 @@
 import { FINALIZE_STAGED_UNIT } from '../ignition/fragment.js';
 import type { DriverDefinition } from './definition.js';
 import { RPM_OSTREE_ROLLBACK } from './rollback.js';
+import { RPM_OSTREE_STAGED_LATER } from './staged-later.js';
 import { updateUnitFragment, updateUnitNoReboot } from './update-unit.js';
 
 const rebase = (pullspec: string) => `ostree-unverified-registry:${pullspec}`;
@@ -36,5 +37,5 @@ export const rpmOstree: DriverDefinition = {
   secondRequest: (pullspec, quote) => [`rpm-ostree rebase --experimental ${quote(rebase(pullspec))}`],
   noRebootReason: ({ what }) => updateUnitNoReboot(what),
   rollback: RPM_OSTREE_ROLLBACK,
-  upgrade: { follows: 'tag', request: () => ['rpm-ostree upgrade'] },
+  upgrade: { follows: 'tag', request: () => ['rpm-ostree upgrade'], later: RPM_OSTREE_STAGED_LATER },
 };

@@ -18,7 +18,16 @@ import type { NodeWatches } from './node-watch.js';
 import { guestPullspec, type World } from './prepare.js';
 import { refusedRequest } from './refused-request.js';
 import { runOverSsh, type SshTarget } from './ssh.js';
-import { AS_ROOT, pivotRequestScript, quoteShell, REBOOT_MARKER, updateRequestScript } from './ssh-pivot.js';
+import {
+  APPLY_MARKER,
+  AS_ROOT,
+  applyStagedScript,
+  pivotRequestScript,
+  quoteShell,
+  REBOOT_MARKER,
+  stageLaterScript,
+  updateRequestScript,
+} from './ssh-pivot.js';
 import type { StagedWatchdog } from './staged-watchdog.js';
 import { tagOscontainer } from './tags.js';
 import { guestTagPullspec } from './world.js';
@@ -164,10 +173,23 @@ export class EngineRuntime implements StepRuntime {
     await tagOscontainer({ deps: this.deps, bus: this.watches.bus, signal: this.signal }, this.world, name, ref);
   }
 
-  async requestUpgrade(node: string, timeoutMs: number): Promise<void> {
+  async requestUpgrade(node: string, timeoutMs: number, options: { downloadOnly?: boolean } = {}): Promise<void> {
     const def = this.watches.get(node).def;
     if (!def.follow) throw new StepFailure(`node ${node} follows no tag`);
     const upgrade = DRIVERS[def.driver].upgrade;
+    if (options.downloadOnly) {
+      if ('refused' in upgrade.later)
+        throw new StepFailure(`node ${node} cannot stage for later: ${upgrade.later.refused}`);
+      const pullspec = guestTagPullspec(this.world, def.follow, node);
+      await this.#requestUpdate(
+        node,
+        stageLaterScript(upgrade.later.stage()),
+        pullspec,
+        timeoutMs,
+        'the upgrade request',
+      );
+      return;
+    }
     // A tag-following tool resolves the tag itself; legacy and mcd are asked for the digest it names now.
     const name = this.world.tags.get(def.follow);
     if (upgrade.follows === 'digest' && !name) throw new StepFailure(`tag ${def.follow} names no oscontainer`);
@@ -193,6 +215,24 @@ export class EngineRuntime implements StepRuntime {
     // real node; not a step failure.
     const refused = refusedRequest(result.output, pullspec);
     if (refused) this.watches.bus.emit({ kind: 'guest.pivot.skipped', node, ...refused });
+  }
+
+  async requestFinalize(node: string, timeoutMs: number): Promise<void> {
+    const def = this.watches.get(node).def;
+    const later = DRIVERS[def.driver].upgrade.later;
+    if ('refused' in later) throw new StepFailure(`node ${node} cannot stage for later: ${later.refused}`);
+    const name = def.follow ? this.world.tags.get(def.follow) : undefined;
+    const digest = name ? this.digestOf(name) : undefined;
+    if (!digest) throw new StepFailure(`tag ${def.follow ?? '(none)'} of node ${node} names no native oscontainer`);
+    // The tool reboots once it unlocked the deployment, which may end the connection before ssh reports the status.
+    await this.#requestAsRoot(
+      node,
+      applyStagedScript(later.apply(digest, quoteShell)),
+      timeoutMs,
+      'the finalize request',
+      ({ code, output }) => output.includes(APPLY_MARKER) && (code === null || code === SSH_FAILED || code > 128),
+    );
+    this.staged?.rebootRequested(node);
   }
 
   async requestRollback(node: string, timeoutMs: number): Promise<void> {

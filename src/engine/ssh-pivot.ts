@@ -51,3 +51,19 @@ export function updateRequestScript(commands: string[], to: string): string {
     '',
   ].join('\n');
 }
+
+/** Printed by the finalize script before the tool: after it, a dropped ssh connection is the tool's reboot. */
+export const APPLY_MARKER = 'devpivot: applying the staged deployment';
+
+/**
+ * A download-only upgrade's `commands`, and no reboot: the deployment they staged is finalization-locked, so a
+ * shutdown would not apply it anyway; `finalize` applies it.
+ */
+export function stageLaterScript(commands: string[]): string {
+  return ['set -e', ...commands, "echo 'devpivot: staged for later; no reboot'", ''].join('\n');
+}
+
+/** The apply `commands` (which unlock the staged deployment and reboot), after the marker. */
+export function applyStagedScript(commands: string[]): string {
+  return ['set -e', `echo ${quoteShell(APPLY_MARKER)}`, ...commands, ''].join('\n');
+}

@@ -4,6 +4,7 @@
  */
 import { isScalar, isSeq, type Node } from 'yaml';
 import { closest } from '../core/suggest.js';
+import { DRIVERS } from '../drivers/index.js';
 import { isStepKind, minimumMs, nodesOf, parseStep, STEP_KINDS, STEPS, type Step } from '../steps/index.js';
 import type { Fields, StepReader, YamlValue } from '../steps/reader.js';
 import { formatDuration } from '../steps/units.js';
@@ -199,6 +200,12 @@ class StepBodyReader implements StepReader {
 
   follows(name: string): boolean {
     return this.context.nodes.find((n) => n.name === name)?.follow !== undefined;
+  }
+
+  cannotStageLater(name: string): string | undefined {
+    const driver = this.context.nodes.find((n) => n.name === name)?.driver ?? 'legacy';
+    const later = DRIVERS[driver].upgrade.later;
+    return 'refused' in later ? `the ${driver} driver cannot stage for later: ${later.refused}` : undefined;
   }
 
   tagRef(v: YamlValue | null, what: string): string {

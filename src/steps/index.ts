@@ -8,6 +8,7 @@ import type { StepDefinition } from './definition.js';
 import { type DownStep, down } from './down.js';
 import { type ExpectStep, expect } from './expect.js';
 import { type FaultStep, fault } from './fault.js';
+import { type FinalizeStep, finalize } from './finalize.js';
 import { type PivotStep, pivot } from './pivot.js';
 import { type PowerOffStep, powerOff } from './power-off.js';
 import type { StepReader, StepSource } from './reader.js';
@@ -33,6 +34,7 @@ export type Step =
   | RollbackStep
   | TagStep
   | UpgradeStep
+  | FinalizeStep
   | SshStep
   | DownStep;
 export type StepKind = Step['kind'];
@@ -51,6 +53,7 @@ export const STEPS: { readonly [K in StepKind]: StepDefinition<StepOf<K>> } = {
   rollback,
   tag,
   upgrade,
+  finalize,
   ssh,
   down,
 };

@@ -85,6 +85,11 @@ export interface StepReader {
   pivotTarget(node: string): string | undefined;
   /** Whether a node follows a tag (`follow:`). */
   follows(node: string): boolean;
+  /**
+   * Why a node's driver cannot stage an update now and apply it later (`upgrade: { download-only }`, `finalize`),
+   * or undefined when it can (src/drivers/staged-later.ts).
+   */
+  cannotStageLater(node: string): string | undefined;
   /** `REPO:TAG`, a repository and tag of the embedded registry. */
   tagRef(value: YamlValue | null, what: string): string;
   /**

@@ -100,8 +100,14 @@ export interface StepRuntime {
   tagImage(name: string, ref: string): Promise<void>;
   /**
    * Make a running node that follows a tag upgrade to what the tag names now (its driver's upgrade, then a reboot
-   * when it staged a deployment); its cursor moves to the end of its log first. A tag that did not move is reported
-   * as `guest.pivot.skipped`; rejects with a StepFailure when the tool failed or ssh never connected.
+   * when it staged a deployment; with `downloadOnly`, staged finalization-locked and no reboot); its cursor moves to
+   * the end of its log first. A tag that did not move is reported as `guest.pivot.skipped`; rejects with a StepFailure when the tool failed or ssh never connected.
    */
-  requestUpgrade(node: string, timeoutMs: number): Promise<void>;
+  requestUpgrade(node: string, timeoutMs: number, options?: { downloadOnly?: boolean }): Promise<void>;
+  /**
+   * Make a running node apply the deployment a download-only upgrade staged (its driver's apply, which unlocks it
+   * and reboots); its cursor moves to the end of its log first. Resolves once the tool handed over to the reboot;
+   * rejects with a StepFailure when the tool refused (nothing staged, another digest) or ssh never connected.
+   */
+  requestFinalize(node: string, timeoutMs: number): Promise<void>;
 }

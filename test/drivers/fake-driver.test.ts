@@ -33,7 +33,7 @@ const fake: DriverDefinition = {
   secondRequest: (pullspec, quote) => [`fake-pivot ${quote(pullspec)}`],
   noRebootReason: ({ what }) => `${what}: the fake guest never reboots`,
   rollback: { request: () => ['fake-rollback'], written: /^fake: rolled back$/m },
-  upgrade: { follows: 'tag', request: () => ['fake-upgrade'] },
+  upgrade: { follows: 'tag', request: () => ['fake-upgrade'], later: { refused: 'the fake tool applies at once' } },
 };
 (DRIVERS as Record<string, DriverDefinition>).fake = fake;
 const FAKE = 'fake' as PivotDriver;

@@ -105,6 +105,7 @@ test.before(async () => {
       .replace('export PATH=/usr/sbin:/usr/bin\n', `export PATH=/usr/sbin:/usr/bin:/bin; . ${join(dir, 'shim.sh')}\n`)
       .replace(/^repo=\/sysroot\/ostree\/repo$/m, `repo=${repo()}`)
       .replace(/^run=\/run\/fixture-rpm-ostree/m, `run=${join(dir, 'run')}`)
+      .replace(/^locked=\/run\/ostree\//m, `locked=${join(dir, 'run')}/`)
       .replace(/^ci_tmp=.*$/m, `ci_tmp=${join(dir, 'import')}`)
       .replace(/^cm_dir=.*$/m, `cm_dir=${join(dir, 'commit-meta')}`)
       .replaceAll('/ostree/deploy/', `${sysroot()}/ostree/deploy/`)

@@ -5,6 +5,7 @@ import { assert, assertStep } from '../../src/steps/assert.js';
 import { down } from '../../src/steps/down.js';
 import { expect, expectStep } from '../../src/steps/expect.js';
 import { fault, faultStep } from '../../src/steps/fault.js';
+import { finalize, finalizeStep } from '../../src/steps/finalize.js';
 import {
   expectsFailureOn,
   isStepKind,
@@ -42,6 +43,7 @@ test('the map is the one list of step kinds, in the order hints name them', (t) 
     'rollback',
     'tag',
     'upgrade',
+    'finalize',
     'ssh',
     'down',
   ]);
@@ -64,6 +66,7 @@ test('a kind without a definition, or a definition without a kind, does not comp
     rollback,
     tag,
     upgrade,
+    finalize,
     ssh,
     down,
   };
@@ -171,8 +174,11 @@ function recordingRuntime(
     async tagImage(name, ref) {
       calls.push(`tagImage ${name} ${ref}`);
     },
-    async requestUpgrade(node, ms) {
-      calls.push(`requestUpgrade ${node} ${ms}`);
+    async requestUpgrade(node, ms, options) {
+      calls.push(`requestUpgrade ${node} ${ms}${options?.downloadOnly ? ' download-only' : ''}`);
+    },
+    async requestFinalize(node, ms) {
+      calls.push(`requestFinalize ${node} ${ms}`);
     },
   };
   return { runtime, calls };
@@ -263,7 +269,7 @@ test('fault drives the embedded registry and refuses an external one', async (t)
 
 test('every definition declares where it may stand relative to up', (t) => {
   const needsRunning = STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'needs-running');
-  t.deepEqual(needsRunning, ['expect', 'assert', 'power-off', 'reboot', 'pivot', 'rollback', 'upgrade', 'ssh']);
+  t.deepEqual(needsRunning, ['expect', 'assert', 'power-off', 'reboot', 'pivot', 'rollback', 'upgrade', 'finalize', 'ssh']);
   t.deepEqual(
     STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'starts'),
     ['up'],
@@ -327,4 +333,13 @@ test('tag and upgrade hand their requests to the runtime', async (t) => {
   await runStep(upgradeStep('n', pos), runtime);
   t.deepEqual(calls, ['tagImage v3 os/stream:stable', 'requestUpgrade n 600000']);
   t.is(tagStep('v3', 'os/stream:stable', pos).label, 'tag v3 as os/stream:stable');
+});
+
+test('a download-only upgrade and its finalize hand their requests to the runtime', async (t) => {
+  const { runtime, calls } = recordingRuntime();
+  await runStep(upgradeStep('n', pos, undefined, true), runtime);
+  await runStep(finalizeStep('n', pos), runtime);
+  t.deepEqual(calls, ['requestUpgrade n 600000 download-only', 'requestFinalize n 180000']);
+  t.is(upgradeStep('n', pos, undefined, true).label, 'upgrade n download only');
+  t.is(finalizeStep('n', pos, 60_000).label, 'finalize n within 1m');
 });
