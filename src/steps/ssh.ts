@@ -50,30 +50,42 @@ export const ssh: StepDefinition<SshStep> = {
       result.code !== SSH_FAILED && (pattern ? pattern.test(result.output) : result.code === 0);
     const deadline = Date.now() + step.withinMs;
     let last: SshResult | undefined;
+    let finished: SshResult | undefined;
     for (;;) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       last = await runtime.ssh(step.node, step.run, { timeoutMs: left });
       if (holds(last)) return;
+      if (last.code !== null) finished = last;
       const wait = Math.min(SSH_RETRY_MS, deadline - Date.now());
       if (wait <= 0) break;
       await runtime.pause(wait);
     }
-    throw new StepFailure(describe(step, last));
+    throw new StepFailure(describe(step, last, finished));
   },
 };
 
-/** `ssh node1 'cmd': no output matching /re/ within 2m; last try: exit status 1, output: …`. */
-function describe(step: SshStep, last: SshResult | undefined): string {
+/**
+ * `ssh node1 'cmd': no output matching /re/ within 2m; last try: exit status 1, output: …`. When the deadline cut
+ * the last try short, the last finished one follows (`last finished try: …`): what did not match, not just a command
+ * stopped half-way.
+ */
+function describe(step: SshStep, last: SshResult | undefined, finished: SshResult | undefined): string {
   const what = step.expect === undefined ? 'no exit status 0' : `no output matching /${step.expect}/`;
   const head = `ssh ${step.node} '${step.run}': ${what} within ${formatDuration(step.withinMs)}`;
   if (!last) return head;
+  const tried = `${head}; last try: ${outcome(last)}`;
+  return last.code === null && finished ? `${tried}\nlast finished try: ${outcome(finished)}` : tried;
+}
+
+/** `exit status 1, output:\n…` (the output's last 5 lines). */
+function outcome(result: SshResult): string {
   const status =
-    last.code === null
+    result.code === null
       ? 'still running'
-      : last.code === SSH_FAILED
+      : result.code === SSH_FAILED
         ? 'ssh could not connect'
-        : `exit status ${last.code}`;
-  const output = last.output.trim().split('\n').slice(-5).join('\n');
-  return `${head}; last try: ${status}${output ? `, output:\n${output}` : ''}`;
+        : `exit status ${result.code}`;
+  const output = result.output.trim().split('\n').slice(-5).join('\n');
+  return `${status}${output ? `, output:\n${output}` : ''}`;
 }

@@ -313,6 +313,29 @@ test('ssh without expect needs exit status 0; at the deadline it reports the las
   t.regex(never?.message ?? '', /no output matching \/up\/ within 20ms; last try: ssh could not connect/);
 });
 
+test('ssh: a last try the deadline cut short is reported with the last finished try, whose output did not match', async (t) => {
+  const { runtime } = recordingRuntime();
+  let tries = 0;
+  const slow: StepRuntime = {
+    ...runtime,
+    // the first try ends with output that does not match; the second runs until the deadline stops it
+    async ssh(_node, _command, { timeoutMs }) {
+      if (tries++ === 0) return { code: 0, output: 'sudo: unable to resolve host fixture\ntrue 1\n' };
+      await new Promise((resolve) => setTimeout(resolve, timeoutMs));
+      return { code: null, output: 'sudo: unable to resolve host fixture\n' };
+    },
+  };
+  const error = await t.throwsAsync(
+    runStep(sshStep({ node: 'n', run: 'sudo -n status', expect: '^true 1\\n', withinMs: 200, pos }), slow),
+  );
+  t.is(
+    error?.message,
+    "ssh n 'sudo -n status': no output matching /^true 1\\n/ within 200ms; last try: still running, output:\n" +
+      'sudo: unable to resolve host fixture\nlast finished try: exit status 0, output:\n' +
+      'sudo: unable to resolve host fixture\ntrue 1',
+  );
+});
+
 test('pivot hands the request to the runtime with its deadline', async (t) => {
   const { runtime, calls } = recordingRuntime();
   await runStep(pivotStep('n', 'v3', pos), runtime);
