@@ -41,7 +41,7 @@ async function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promis
 }
 
 /** The real podman, with a storage of its own (vfs: no overlay mounts) and the registry marked insecure. */
-const real = (args: string[]) =>
+const real = (args: string[], registriesConf = join(dir, 'registries.conf')) =>
   run(
     'podman',
     [
@@ -57,11 +57,12 @@ const real = (args: string[]) =>
       'none',
       ...args,
     ],
-    { ...process.env, CONTAINERS_REGISTRIES_CONF: join(dir, 'registries.conf') },
+    { ...process.env, CONTAINERS_REGISTRIES_CONF: registriesConf },
   );
 
 /** The stand-in as the guest runs it (busybox sh), its store and skopeo's registries.conf moved under `dir`. */
-const standIn = (args: string[]) => run('busybox', ['sh', join(dir, 'podman'), ...args], process.env);
+const standIn = (args: string[], registriesConf = join(dir, 'registries.conf')) =>
+  run('busybox', ['sh', join(dir, 'podman'), ...args], { ...process.env, REGISTRIES_CONF: registriesConf });
 
 /** Random parts out: container IDs (64 hex that are not the image's) and the stand-in's or podman's store paths. */
 function normalise(text: string): string {
@@ -70,8 +71,8 @@ function normalise(text: string): string {
     .replace(/^\/\S+$/gm, '<path>');
 }
 
-async function both(args: string[]): Promise<{ real: Result; standIn: Result }> {
-  const [r, s] = [await real(args), await standIn(args)];
+async function both(args: string[], registriesConf?: string): Promise<{ real: Result; standIn: Result }> {
+  const [r, s] = [await real(args, registriesConf), await standIn(args, registriesConf)];
   return {
     real: { code: r.code, stdout: normalise(r.stdout), stderr: normalise(r.stderr) },
     standIn: { code: s.code, stdout: normalise(s.stdout), stderr: normalise(s.stderr) },
@@ -148,7 +149,7 @@ test.before(async () => {
   await mkdir(join(dir, 'shims'));
   await writeFile(
     join(dir, 'shims', 'skopeo'),
-    `#!/bin/sh\nexec /usr/bin/skopeo --registries-conf ${join(dir, 'registries.conf')} "$@"\n`,
+    `#!/bin/sh\nexec /usr/bin/skopeo --registries-conf "$REGISTRIES_CONF" "$@"\n`,
   );
   await chmod(join(dir, 'shims', 'skopeo'), 0o755);
   const script = (await readFile(join(repoRoot, 'images', 'fixture', 'guest', 'podman'), 'utf8'))
@@ -213,6 +214,16 @@ test.serial('what pivot and the MCD run: the same lines, streams and exit codes 
     const { real: r, standIn: s } = await both(args);
     t.deepEqual(s, r, `podman ${args.join(' ')}`);
   }
+});
+
+test.serial('a plain-HTTP registry not marked insecure: the same refusal, word for word', async (t) => {
+  await writeFile(join(dir, 'empty.conf'), '');
+  const { real: r, standIn: s } = await both(['pull', '-q', ref], join(dir, 'empty.conf'));
+  t.regex(
+    r.stderr,
+    /^Error: initializing source docker:\/\/\S+: pinging container registry \S+: Get "https:\/\/\S+\/v2\/": http: server gave HTTP response to HTTPS client\n$/,
+  );
+  t.deepEqual(s, r);
 });
 
 test.serial(
