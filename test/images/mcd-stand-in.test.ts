@@ -31,7 +31,14 @@ const SHIMS: Record<string, string> = {
     echo 'Staging deployment...done' ;;
   *) echo "rpm-ostree $*" >>"$T/calls"; echo done ;;
 esac`,
-  skopeo: 'echo "skopeo $*" >>"$T/calls"; cat "$T/inspect.json"',
+  // skopeo 1.9.3's own words when the registry is down (seen on this host against a closed port)
+  skopeo: `echo "skopeo $*" >>"$T/calls"
+if [ -n "$INSPECT_FAILS" ]; then
+  echo 'time="2026-12-04T18:14:21Z" level=warning msg="Failed, retrying in 1s ... (1/2). Error: pinging container registry 10.0.2.2:5000: connect: connection refused"' >&2
+  echo 'time="2026-12-04T18:14:24Z" level=fatal msg="Error parsing image name \\"docker://'"$INSPECT_FAILS"'\\": pinging container registry 10.0.2.2:5000: connect: connection refused"' >&2
+  exit 1
+fi
+cat "$T/inspect.json"`,
   podman: `echo "podman $*" >>"$T/calls"
 case "$1" in pull) echo imageid ;; create) echo cid ;; mount) echo "$T/mnt" ;; esac`,
   'systemd-run': 'echo "systemd-run $*" >>"$T/calls"',
@@ -52,6 +59,7 @@ interface Case {
   noMachineConfig?: boolean;
   authFile?: boolean;
   rebaseFails?: string;
+  inspectFails?: boolean;
 }
 
 /** pkg/daemon/rpm-ostree_test.go TestParseVersion (MCO a57ca291): rpm-ostree 2022.10, without `container`. */
@@ -104,7 +112,12 @@ async function runCase(c: Case) {
     .replace('| logger', `| ${shims}/logger`)
     .replace('  sleep 60', `  ${shims}/sleep 60`);
   await writeFile(join(dir, 'machine-config-daemon'), script);
-  const env = { ...process.env, T: dir, REBASE_FAILS: c.rebaseFails ?? '' };
+  const env = {
+    ...process.env,
+    T: dir,
+    REBASE_FAILS: c.rebaseFails ?? '',
+    INSPECT_FAILS: c.inspectFails ? (c.target ?? TARGET) : '',
+  };
   // Both streams in one, in the order printed, as the console shows them.
   const args = [join(dir, 'machine-config-daemon'), 'firstboot-complete-machineconfig', '--root-mount=/'];
   const result = await exec('busybox', ['sh', '-c', 'busybox sh "$@" 2>&1', 'sh', ...args], { env }).then(
@@ -251,7 +264,7 @@ test('kernel arguments only, the target booted: the image is still inspected and
   });
   t.is(run.code, 0, run.stdout);
   t.deepEqual(run.calls.slice(1, -1), [
-    `skopeo inspect --no-tags docker://${TARGET}`,
+    `skopeo inspect --no-tags --retry-times 2 docker://${TARGET}`,
     'rpm-ostree cleanup -p',
     'rpm-ostree kargs --append=a=1',
   ]);
@@ -281,6 +294,28 @@ test('a failed layered rebase is rolled back with cleanup -p, and the attempt fa
   );
 });
 
+test('the registry down: the inspect is retried (skopeo, as containers/common retry) and fails in MCO words', async (t) => {
+  const run = await runCase({
+    booted: { customOrigin: `pivot://${BOOTED}`, version: '1' },
+    labels: {},
+    inspectFails: true,
+  });
+  t.not(run.code, 0);
+  t.true(
+    run.lines.some(
+      (line) => line.startsWith('time="') && line.includes('level=warning msg="Failed, retrying in 1s ... (1/2).'),
+    ),
+  );
+  t.true(
+    run.lines.some(
+      (line) =>
+        line ===
+        `W firstboot_complete_machineconfig.go:65] error: Error checking type of update image: error parsing image name "${TARGET}": pinging container registry 10.0.2.2:5000: connect: connection refused`,
+    ),
+    run.lines.join('\n'),
+  );
+});
+
 test('rpm-ostree --version as TestParseVersion has it (no container): not new enough', async (t) => {
   const run = await runCase({
     booted: { customOrigin: `pivot://${BOOTED}`, version: '1' },
@@ -301,7 +336,7 @@ test('native target (ostree.bootable): cleanup -p, rebase by the registry refere
   t.is(run.code, 0, run.stderr);
   t.deepEqual(run.calls, [
     'systemctl daemon-reload',
-    `skopeo inspect --no-tags docker://${TARGET}`,
+    `skopeo inspect --no-tags --retry-times 2 docker://${TARGET}`,
     'rpm-ostree cleanup -p',
     `rpm-ostree rebase --experimental ostree-unverified-registry:${TARGET}`,
     'rpm-ostree kargs --append=a=1 --append=b',
