@@ -158,9 +158,12 @@ const MARKERS: Marker[] = [
     fact: (_m, target) => ({ kind: 'skipped', target: target ?? '', reason: 'already at target' }),
   },
   // pivot logs every command first (utils/run.go:16 "Running: <cmd> <args>"): its pull is
-  // `podman pull -q [--authfile FILE] <pullspec>` (root.go).
+  // `podman pull -q [--authfile FILE] <pullspec>` (root.go). The machine-config daemon's legacy extraction runs
+  // under `nice -- ionice -c 3` (MCO a57ca291 pkg/daemon/pivot/utils/run.go:73 RunExtBackground): `oc image extract
+  // … <url>` (update.go:283), else its podman fallback `podman pull -q [--authfile FILE] <url>` (:227).
   {
-    pattern: /Running: podman pull (?:-q )?(?:--authfile \S+ )?(\S+)/,
+    pattern:
+      /Running: (?:nice -- ionice -c 3 )?(?:podman pull (?:-q )?(?:--authfile \S+ )?|oc image extract .* )(\S+)$/,
     // the pullspec named here is this pull's target (a later request names another than the first boot's)
     fact: (m) => ({ kind: 'pivot', phase: 'pulling', target: m[1]! }),
   },

@@ -6,7 +6,8 @@
  * (the MachineConfig with `spec.config` emptied to an Ignition config holding only its version),
  * `templates/common/_base/units/{machine-config-daemon-pull.service.yaml, machine-config-daemon-firstboot.service.yaml,
  * firstboot-osupdate.target}` (the units, byte for byte but for `{{ .Images.machineConfigOperator }}`; no Proxy),
- * `templates/common/_base/files/pull-secret.yaml` (mode 0600), `pkg/daemon/constants/constants.go` (the paths).
+ * `templates/common/_base/files/pull-secret.yaml` (mode 0600), `pkg/daemon/constants/constants.go` (the paths),
+ * `appendKubeConfig` (the node's kubeconfig, mode 420 as `appendFileToIgnition` writes every appended file).
  */
 import { UsageError } from '../core/errors.js';
 import { isHostQualified } from '../oci/reference.js';
@@ -14,6 +15,21 @@ import { CONSOLE_DROPIN, type Fragment, type KernelArg } from './fragment.js';
 
 export const MCD_ENCAPSULATED_PATH = '/etc/ignition-machine-config-encapsulated.json';
 export const MCD_PULL_SECRET_PATH = '/var/lib/kubelet/config.json';
+/**
+ * The kubeconfig the MCS appends (`defaultMachineKubeConfPath`). The firstboot MCD needs it to exist: `update()` runs
+ * `updateKubeConfigPermission` (pkg/daemon/update.go:1669-1681, a57ca291), which fails the attempt with "Cannot stat
+ * /etc/kubernetes/kubeconfig" when it is absent, before any OS change. devpivot has no cluster: a kubeconfig that
+ * names none.
+ */
+export const MCD_KUBECONFIG_PATH = '/etc/kubernetes/kubeconfig';
+export const MCD_KUBECONFIG = `apiVersion: v1
+kind: Config
+clusters: []
+contexts: []
+current-context: ""
+preferences: {}
+users: []
+`;
 /** The rendered MachineConfig's name, as the MCS would name a worker's (`rendered-worker-<hash>`). */
 export const MCD_MACHINE_CONFIG_NAME = 'rendered-worker-devpivot';
 /**
@@ -119,6 +135,7 @@ export function mcdFragment(image: string, kernelArgs: KernelArg[], mcoImage: st
   );
   return {
     files: [
+      { path: MCD_KUBECONFIG_PATH, contents: MCD_KUBECONFIG, mode: 0o644 },
       { path: MCD_ENCAPSULATED_PATH, contents: JSON.stringify(machineConfig), mode: 0o644 },
       // The cluster's pull secret; devpivot's registry needs none.
       { path: MCD_PULL_SECRET_PATH, contents: '{}\n', mode: 0o600 },

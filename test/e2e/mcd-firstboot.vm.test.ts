@@ -8,7 +8,7 @@ test.serial('mcd-firstboot: the MCD firstboot units rebase v1 to the legacy v2 o
     '✓ prepare',
     '✓ up',
     '✓ expect node1 ignition within 3m',
-    '✓ expect node1 console /firstboot_complete_machineconfig.go:\\d+\\] fixture: no nmstatectl/ within 5m',
+    '✓ expect node1 console /daemon.go:\\d+\\] assuming we can use container binary chroot\\(\\) to host/ within 5m',
     '✓ expect node1 console /daemon.go:\\d+\\] rpm-ostree has container feature/ within 3m',
     '✓ expect node1 pivot.pulling within 3m',
     '✓ expect node1 pivot.staged within 8m',
@@ -33,7 +33,13 @@ test.serial('mcd-firstboot: the MCD firstboot units rebase v1 to the legacy v2 o
   // The daemon's own lines, in glog's format, from the re-executed copy in the host.
   has(/I\d{4} [\d:.]+ +\d+ daemon\.go:482\] assuming we can use container binary chroot\(\) to host/);
   has(/daemon\.go:262\] Booted osImageURL: fixture\.invalid\/fixture-coreos@sha256:[0-9a-f]{64} \(1\)/);
-  has(/update\.go:498\] Starting update from {2}to rendered-worker-devpivot: &\{osUpdate:true kargs:true/);
+  has(/rpm-ostree\.go:85\] Enabled workaround for bug 2111817/);
+  has(/update\.go:498\] Starting update from mco-empty-mc to rendered-worker-devpivot: &\{osUpdate:true kargs:true/);
+  // update() needs the kubeconfig devpivot's Ignition writes (updateKubeConfigPermission, MCO a57ca291 update.go:1669)
+  has(/update\.go:1670\] updating the permission of the kubeconfig to: 0o600/);
+  // no oc in the fixture: RunExtBackground's three tries, then the podman fallback
+  has(/run\.go:19\] Running: nice -- ionice -c 3 oc image extract -v 10 --path \/:\/run\/mco-machine-os-content\/os-content-/);
+  has(/run\.go:19\] Running: nice -- ionice -c 3 podman pull -q --authfile \/var\/lib\/kubelet\/config\.json /);
   has(/update\.go:289\] Falling back to using podman cp to fetch OS image content/);
   has(/rpm-ostree\.go:240\] Pivoting to: 2 \([0-9a-f]{64}\)/);
   has(

@@ -421,11 +421,25 @@ test("a recorded mcd firstboot (fixture run): the MCD's lines give pulling, stag
   );
 });
 
+test("the MCD's legacy extraction (nice -- ionice -c 3, RunExtBackground) is the pull: oc's, else podman's", (t) => {
+  // MCO a57ca291 pkg/daemon/pivot/utils/run.go:19 and :73, pkg/daemon/update.go:227 and :283; values made up.
+  const image = `10.0.2.2:5000/devpivot/v2@sha256:${'2'.repeat(64)}`;
+  for (const command of [
+    `oc image extract -v 10 --path /:/run/mco-machine-os-content/os-content-1 --registry-config /var/lib/kubelet/config.json ${image}`,
+    `podman pull -q --authfile /var/lib/kubelet/config.json ${image}`,
+  ]) {
+    const line = `podman[408]: I1202 03:31:40.201859     401 run.go:19] Running: nice -- ionice -c 3 ${command}`;
+    const { events } = run([{ kind: 'vm.console', node: 'n1', line }]);
+    t.like(events[0], { kind: 'guest.pivot', phase: 'pulling', target: image });
+  }
+});
+
 test('the MCD firstboot error (retried forever upstream) is a failure; a warning of its own retries is not', (t) => {
   // Transcribed in the stand-in's format from MCO a57ca291 firstboot_complete_machineconfig.go:65 and
   // pkg/daemon/pivot/utils/run.go:45; values made up.
   const lines = [
-    'podman[408]: W1202 03:31:45.201859     401 run.go:45] oc failed: exec: "oc": executable file not found in $PATH; retrying...',
+    'podman[408]: W1202 03:31:45.201859     401 run.go:45] nice failed: running nice -- ionice -c 3 oc image extract -v 10 --path /:/run/mco-machine-os-content/os-content-1 r/os@sha256:ab failed: ionice: failed to execute oc: No such file or directory',
+    'podman[408]: : exit status 127; retrying...',
     'podman[408]: W1202 03:31:50.201859     401 firstboot_complete_machineconfig.go:65] error: error running rpm-ostree kargs: exit status 1',
     'podman[408]: I1202 03:31:50.301859     401 firstboot_complete_machineconfig.go:66] Sleeping 1 minute for retry',
   ];

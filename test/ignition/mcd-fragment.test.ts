@@ -37,6 +37,14 @@ test('mcd: the encapsulated MachineConfig as appendEncapsulated writes it (spec.
   t.is(mc.spec.extensions, null);
 });
 
+test('mcd: a kubeconfig at /etc/kubernetes/kubeconfig (mode 420, as appendKubeConfig), naming no cluster', (t) => {
+  // update() fails without it: updateKubeConfigPermission "Cannot stat /etc/kubernetes/kubeconfig" (MCO a57ca291
+  // pkg/daemon/update.go:1669-1681); images/fixture/mco/machine-config-daemon does the same.
+  const c = config();
+  t.is(file(c, '/etc/kubernetes/kubeconfig')?.mode, 0o644);
+  t.regex(text(c, '/etc/kubernetes/kubeconfig') ?? '', /^apiVersion: v1\nkind: Config\nclusters: \[\]\n/);
+});
+
 test('mcd: the pull secret is {} with the template mode 0600', (t) => {
   const c = config();
   t.is(text(c, '/var/lib/kubelet/config.json'), '{}\n');
