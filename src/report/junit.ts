@@ -30,6 +30,11 @@ export const junitFormatters: EventFormatters<Note> = {
   'guest.pivot': (e) => ({ node: e.node, text: `pivot ${e.phase} ${e.target}` }),
   'guest.pivot.skipped': (e) => ({ node: e.node, text: `pivot skipped: ${e.reason}` }),
   'guest.booted': (e) => ({ node: e.node, text: `booted version ${e.version} commit ${e.commit}` }),
+  'guest.health': (e) => ({
+    node: e.node,
+    text: e.ok ? 'health checks passed' : `health check failed: ${e.check ?? '(not named on the console)'}`,
+  }),
+  'guest.fallback': (e) => ({ node: e.node, text: `fallback: ${e.tool} rollback to the previous deployment` }),
   'guest.failure': (e) => ({ node: e.node, text: `FAILURE: ${e.reason}` }),
   'guest.progress': none,
   'run.start': none,
