@@ -1,6 +1,7 @@
 /** greenboot's console lines as guest.health / guest.fallback events (engine/greenboot.ts through the classifier). */
 import test from 'ava';
 import { type ClassifierInput, classify, type GuestEvent, initialState } from '../../src/engine/classifier.js';
+import { realDeps } from '../../src/engine/real-deps.js';
 
 function run(lines: Array<string | ClassifierInput>): GuestEvent[] {
   let state = initialState;
@@ -86,4 +87,30 @@ test("a red boot whose check the console lost is still a failed health check, un
 
 test('any other failed unit is still a failure', (t) => {
   t.deepEqual(brief(run(['[FAILED] Failed to start pivot.service - Pivot Tool.'])), ['guest.failure']);
+});
+
+test("a node's health-check reaches its Ignition through the real deps: greenboot's units enabled, on the console, its check written", (t) => {
+  const config = realDeps({ stateDir: '/nonexistent' }).generateIgnition({
+    driver: 'rpm-ostree',
+    image: `10.0.2.2:5000/devpivot/v2@sha256:${'a'.repeat(64)}`,
+    registry: { hostPort: '10.0.2.2:5000', insecure: true },
+    healthCheck: { attempts: 2, script: { name: '20_ok.sh', contents: '#!/bin/bash\nexit 0\n' } },
+  }) as {
+    storage: { files: Array<{ path: string; mode: number }> };
+    systemd: { units: Array<{ name: string; enabled?: boolean; dropins?: Array<{ contents: string }> }> };
+  };
+  const unit = (name: string) => config.systemd.units.find((u) => u.name === name);
+  t.like(unit('greenboot-healthcheck.service'), { enabled: true });
+  t.regex(unit('greenboot-healthcheck.service')?.dropins?.[0]?.contents ?? '', /StandardOutput=journal\+console/);
+  t.like(unit('greenboot-grub2-set-counter.service'), { enabled: true });
+  t.like(unit('greenboot-rpm-ostree-grub2-check-fallback.service'), { enabled: true });
+  t.like(unit('redboot-auto-reboot.service'), { enabled: true });
+  const paths = config.storage.files.map((file) => [file.path, file.mode]);
+  t.deepEqual(
+    paths.filter(([path]) => String(path).startsWith('/etc/greenboot/')),
+    [
+      ['/etc/greenboot/greenboot.conf', 0o644],
+      ['/etc/greenboot/check/required.d/20_ok.sh', 0o755],
+    ],
+  );
 });
