@@ -373,6 +373,8 @@ function fromGreenboot(
   switch (fact.kind) {
     case 'section':
       return { state: { ...state, greenboot: fact.section }, events: [] };
+    case 'quiet':
+      return { state, events: [] };
     case 'health':
       return once(state, 'health', [
         { kind: 'guest.health', node, ok: fact.ok, ...(fact.check ? { check: fact.check } : {}), line },

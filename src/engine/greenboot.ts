@@ -7,7 +7,9 @@
  * - `Boot Status is GREEN - Health Check SUCCESS` / `Boot Status is RED - Health Check FAILURE!` end the checks;
  * - systemd's `Failed to start greenboot-healthcheck.service` is the same red boot, not a failure of the node;
  * - `FALLBACK BOOT DETECTED! Default rpm-ostree|bootc deployment has been rolled back.`: GRUB's counter ran out and
- *   the fallback service rolled back.
+ *   the fallback service rolled back. The rollback's own lines come through that service's stream first
+ *   (`greenboot-rpm-ostree-grub2-check-fallback[PID]: Moving '…' to be first deployment`, `Changes queued for next
+ *   boot…`): greenboot's, not a pivot staging (no staged-reboot watch); its `error: ` lines stay failures.
  */
 
 export type GreenbootSection = 'required' | 'wanted';
@@ -15,13 +17,15 @@ export type GreenbootSection = 'required' | 'wanted';
 export type GreenbootFact =
   | { kind: 'section'; section: GreenbootSection }
   | { kind: 'health'; ok: boolean; check?: string }
-  | { kind: 'fallback'; tool: 'rpm-ostree' | 'bootc' };
+  | { kind: 'fallback'; tool: 'rpm-ostree' | 'bootc' }
+  | { kind: 'quiet' };
 
 const SECTION = /(?:^|: )Running (Required|Wanted) Health Check Scripts\.\.\.$/;
 const SCRIPT_FAILURE = /(?:^|: )Script '([^']+)' FAILURE \(exit code '(-?\d+)'\)\. Continuing\.\.\.$/;
 const GREEN = /(?:^|: )Boot Status is GREEN - Health Check SUCCESS$/;
 const RED = /(?:^|: )Boot Status is RED - Health Check FAILURE!$/;
 const UNIT_FAILED = /^Failed to start greenboot-healthcheck\.service\b/;
+const FALLBACK_SERVICE = /^greenboot-rpm-ostree-grub2-check-fallback\[\d+\]: (?!error: )/;
 const FALLBACK = /(?:^|: )FALLBACK BOOT DETECTED! Default (rpm-ostree|bootc) deployment has been rolled back\.$/;
 
 /** The fact a console line (noise stripped) states, given the section greenboot is in; undefined: none. */
@@ -34,5 +38,6 @@ export function greenbootFact(line: string, section: GreenbootSection | undefine
   if (RED.test(line) || UNIT_FAILED.test(line)) return { kind: 'health', ok: false };
   const fallback = FALLBACK.exec(line);
   if (fallback) return { kind: 'fallback', tool: fallback[1] as 'rpm-ostree' | 'bootc' };
+  if (FALLBACK_SERVICE.test(line)) return { kind: 'quiet' };
   return undefined;
 }

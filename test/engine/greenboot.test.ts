@@ -47,6 +47,7 @@ test('each boot has its own verdict; the fallback boot reports the rollback, the
     reboot,
     ' Not on a bootc managed host, trying rpm-ostree rollback next.',
     "greenboot-rpm-ostree-grub2-check-fallback[380]: Moving '0123.0' to be first deployment",
+    'greenboot-rpm-ostree-grub2-check-fallback[380]: Changes queued for next boot. Run "systemctl reboot" to start a reboot',
     'greenboot-rpm-ostree-grub2-check-fallback[380]: FALLBACK BOOT DETECTED! Default rpm-ostree deployment has been rolled back.',
     'greenboot[402]: Running Required Health Check Scripts...',
     'greenboot[402]: Running Wanted Health Check Scripts...',
@@ -85,8 +86,30 @@ test("a red boot whose check the console lost is still a failed health check, un
   t.deepEqual(brief(events), ['health false', 'fallback bootc']);
 });
 
-test('any other failed unit is still a failure', (t) => {
+test('any other failed unit is still a failure, and so is an error of the fallback rollback', (t) => {
   t.deepEqual(brief(run(['[FAILED] Failed to start pivot.service - Pivot Tool.'])), ['guest.failure']);
+  t.deepEqual(
+    brief(
+      run([
+        'greenboot-rpm-ostree-grub2-check-fallback[380]: error: No rollback deployment found',
+        '[FAILED] Failed to start greenboot-rpm-ostree-grub2-check-fallback.service - Check for fallback boot.',
+      ]),
+    ),
+    ['guest.failure'],
+  );
+});
+
+test("the fallback's rollback queues changes: not a pivot staging (no guest.pivot)", (t) => {
+  t.deepEqual(
+    brief(
+      run([
+        'Changes queued for next boot. Run "systemctl reboot" to start a reboot',
+        reboot,
+        'greenboot-rpm-ostree-grub2-check-fallback[380]: Changes queued for next boot. Run "systemctl reboot" to start a reboot',
+      ]),
+    ),
+    ['guest.pivot'],
+  );
 });
 
 test("a node's health-check reaches its Ignition through the real deps: greenboot's units enabled, on the console, its check written", (t) => {
