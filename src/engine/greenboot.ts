@@ -5,7 +5,8 @@
  *   `Script 'NAME' FAILURE (exit code 'N'). Continuing...` in the required one is the failed check (in wanted.d the
  *   same words are only logged: greenboot goes on);
  * - `Boot Status is GREEN - Health Check SUCCESS` / `Boot Status is RED - Health Check FAILURE!` end the checks;
- * - systemd's `Failed to start greenboot-healthcheck.service` is the same red boot, not a failure of the node;
+ * - systemd's `Failed to start greenboot-healthcheck.service` (however it names the unit) is the same red boot, not
+ *   a failure of the node;
  * - `FALLBACK BOOT DETECTED! Default rpm-ostree|bootc deployment has been rolled back.`: GRUB's counter ran out and
  *   the fallback service rolled back. The rollback's own lines come through that service's stream first
  *   (`greenboot-rpm-ostree-grub2-check-fallback[PID]: Moving '…' to be first deployment`, `Changes queued for next
@@ -24,7 +25,10 @@ const SECTION = /(?:^|: )Running (Required|Wanted) Health Check Scripts\.\.\.$/;
 const SCRIPT_FAILURE = /(?:^|: )Script '([^']+)' FAILURE \(exit code '(-?\d+)'\)\. Continuing\.\.\.$/;
 const GREEN = /(?:^|: )Boot Status is GREEN - Health Check SUCCESS$/;
 const RED = /(?:^|: )Boot Status is RED - Health Check FAILURE!$/;
-const UNIT_FAILED = /^Failed to start greenboot-healthcheck\.service\b/;
+// systemd 252 prints `Failed to start <unit> - <Description>.`, the unit name ellipsized to fit the status column
+// (`greenboot-… - greenboot Health Checks Runner.`); older ones the description alone.
+const UNIT_FAILED =
+  /^Failed to start (?:greenboot-healthcheck\.service\b|(?:greenboot-\S*… - )?greenboot Health Checks Runner\b)/;
 const FALLBACK_SERVICE = /^greenboot-rpm-ostree-grub2-check-fallback\[\d+\]: (?!error: )/;
 const FALLBACK = /(?:^|: )FALLBACK BOOT DETECTED! Default (rpm-ostree|bootc) deployment has been rolled back\.$/;
 

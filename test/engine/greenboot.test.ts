@@ -86,6 +86,25 @@ test("a red boot whose check the console lost is still a failed health check, un
   t.deepEqual(brief(events), ['health false', 'fallback bootc']);
 });
 
+test("systemd's failed-start line, as the console shows it (the unit name ellipsized, or the description alone), is the red boot", (t) => {
+  for (const line of [
+    '[FAILED] Failed to start greenboot-… - greenboot Health Checks Runner.',
+    '[FAILED] Failed to start greenboot-healthcheck.service - greenboot Health Checks Runner.',
+    '[FAILED] Failed to start greenboot Health Checks Runner.',
+  ])
+    t.deepEqual(brief(run([line])), ['health false'], line);
+  // seen on the VM: the check's own line first, then systemd's: one verdict, no failure
+  t.deepEqual(
+    brief(
+      run([
+        "greenboot[245]: Script '10_failing_check.sh' FAILURE (exit code '1'). Continuing...",
+        '[FAILED] Failed to start greenboot-… - greenboot Health Checks Runner.',
+      ]),
+    ),
+    ['health false 10_failing_check.sh'],
+  );
+});
+
 test('any other failed unit is still a failure, and so is an error of the fallback rollback', (t) => {
   t.deepEqual(brief(run(['[FAILED] Failed to start pivot.service - Pivot Tool.'])), ['guest.failure']);
   t.deepEqual(
