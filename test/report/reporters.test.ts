@@ -201,3 +201,17 @@ test("greenboot's verdicts in the reports: JUnit names the failed health check, 
     'bad: fell back to the previous deployment (greenboot ran rpm-ostree rollback)',
   );
 });
+
+test("JUnit keeps greenboot's verdicts in the node's output however long its console is", async (t) => {
+  const junit = createJunitReporter();
+  junit.onEvent?.({ kind: 'guest.health', node: 'node1', ok: false, check: '10_failing_check.sh', line: '', at: 1 });
+  junit.onEvent?.({ kind: 'guest.fallback', node: 'node1', tool: 'rpm-ostree', line: '', at: 2 });
+  for (let i = 0; i < 1000; i++) junit.onEvent?.({ kind: 'vm.console', node: 'node1', line: `line ${i}`, at: 3 + i });
+  await runWith(PASSING, [junit]);
+  const document = junit.document();
+  t.regex(
+    document,
+    /health check failed: 10_failing_check\.sh\nfallback: rpm-ostree rollback to the previous deployment/,
+  );
+  t.notRegex(document, /\| line 0\b/);
+});
