@@ -97,6 +97,17 @@ export type DevpivotEvent =
       partial?: true;
       subtask?: string;
     }
+  /**
+   * greenboot's health checks (engine/greenboot.ts): `ok` false when a required check failed (`check`: its script
+   * name, when the console named it) or the boot went red; true when the boot went green. A health failure is what
+   * the node's own checks decided, not a failure of devpivot or of the pivot.
+   */
+  | { kind: 'guest.health'; node: string; ok: boolean; check?: string; line: string }
+  /**
+   * GRUB's boot counter ran out, the previous deployment booted, and greenboot's fallback service rolled the
+   * deployment order back (`tool`: the command it ran, `rpm-ostree rollback` or `bootc rollback`).
+   */
+  | { kind: 'guest.fallback'; node: string; tool: 'rpm-ostree' | 'bootc'; line: string }
   /** `cause`: the class of failure when devpivot knows it (`secure-boot`: a signature the boot chain refused). */
   | { kind: 'guest.failure'; node: string; reason: string; line: string; cause?: FailureCause }
   // scenario runs

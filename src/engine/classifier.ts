@@ -1,5 +1,6 @@
 import type { DevpivotEvent, EventOf, PivotPhase } from '../core/events.js';
 import { stripConsoleNoise } from './console-noise.js';
+import { type GreenbootSection, greenbootFact } from './greenboot.js';
 import { guestProgress } from './guest-progress.js';
 import { pullCause, pullCauseReason } from './pull-cause.js';
 import { refusedRequest } from './refused-request.js';
@@ -26,6 +27,8 @@ export interface ClassifierState {
   readonly bondingLines?: number;
   /** The last error a tool printed in this boot that was not itself a failure (a pull that is retried). */
   readonly lastError?: string;
+  /** The section of greenboot's checks running in this boot (its failures count in required.d only). */
+  readonly greenboot?: GreenbootSection;
 }
 
 export const initialState: ClassifierState = { seen: new Set(), target: undefined };
@@ -250,6 +253,8 @@ function classifyLine(state: ClassifierState, node: string, raw: string): Classi
     return once(state, 'failure:secure-boot', [
       { kind: 'guest.failure', node, reason: `Secure Boot: ${refusal}: ${line}`, line, cause: 'secure-boot' },
     ]);
+  const greenboot = greenbootFact(line, state.greenboot);
+  if (greenboot) return fromGreenboot(state, node, greenboot, line);
   for (const [pattern, reason] of FAILURE_MARKERS) {
     if (!pattern.test(line)) continue;
     if (reason === 'update tool error' && line.startsWith('error: ') && !TOOL_AT_WORK(state.seen)) break;
@@ -358,6 +363,27 @@ function fromFact(state: ClassifierState, node: string, fact: Fact): Classified 
       return once(state, 'skipped', [
         { kind: 'guest.pivot.skipped', node, target: fact.target || state.target || '', reason: fact.reason },
       ]);
+  }
+}
+
+/** One health verdict per boot (the failed check's own line comes first and names it) and one fallback. */
+function fromGreenboot(
+  state: ClassifierState,
+  node: string,
+  fact: NonNullable<ReturnType<typeof greenbootFact>>,
+  line: string,
+): Classified {
+  switch (fact.kind) {
+    case 'section':
+      return { state: { ...state, greenboot: fact.section }, events: [] };
+    case 'quiet':
+      return { state, events: [] };
+    case 'health':
+      return once(state, 'health', [
+        { kind: 'guest.health', node, ok: fact.ok, ...(fact.check ? { check: fact.check } : {}), line },
+      ]);
+    case 'fallback':
+      return once(state, 'fallback', [{ kind: 'guest.fallback', node, tool: fact.tool, line }]);
   }
 }
 

@@ -1,6 +1,7 @@
 import type { EventBus } from '../core/bus.js';
 import type { PivotDriver } from '../drivers/index.js';
 import type { Fixture } from '../fixture/fixture.js';
+import type { HealthCheck } from '../ignition/health-check.js';
 import type { RegistryFaults, StartRegistryOptions } from '../registry/index.js';
 import type { VmHost } from '../vm/host.js';
 import type { SessionKey } from './ssh.js';
@@ -136,6 +137,8 @@ export interface IgnitionRequest {
   extra?: Record<string, unknown>;
   /** Driver `mcd`: the MCO image the units run, as the guest reaches it. */
   mcoImage?: string;
+  /** `health-check:` greenboot on the node: its boot attempts and a required check (name and contents). */
+  healthCheck?: HealthCheck;
 }
 
 /** Point `repository:tag` of the embedded registry at the manifest `from` (`REPO@sha256:…`) names there. */

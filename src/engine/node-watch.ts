@@ -82,6 +82,8 @@ export class NodeWatches {
       case 'guest.ignition':
       case 'guest.pivot':
       case 'guest.pivot.skipped':
+      case 'guest.health':
+      case 'guest.fallback':
       case 'guest.failure':
         watch.log.push(event);
         if (event.kind === 'guest.failure') watch.failures.push({ event, state: 'pending' });

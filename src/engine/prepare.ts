@@ -3,10 +3,12 @@
  * images, generate each node's Ignition and connect to the VM host. Everything it makes lands in the run's World
  * as soon as it exists, so cleanup can undo a preparation that failed half-way.
  */
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { DRIVERS } from '../drivers/index.js';
+import type { HealthCheck } from '../ignition/health-check.js';
 import { pullSecret } from '../registry/auth.js';
-import type { NodeDef } from '../scenario/types.js';
+import type { NodeDef, NodeHealthCheck } from '../scenario/types.js';
 import { stepNeedsSsh } from '../steps/index.js';
 import { guestFilterDir } from '../vm/guest-filter.js';
 import { newSessionId } from '../vm/sessions.js';
@@ -250,6 +252,7 @@ function renderIgnition(
     ...(sshKeys.length > 0 ? { sshKeys } : {}),
     ...(def.ignition ? { extra: def.ignition } : {}),
     ...(takesMcoImage(def) && def.pivot ? { mcoImage } : {}),
+    ...(def.healthCheck ? { healthCheck: healthCheckOf(def.healthCheck) } : {}),
   });
   return JSON.stringify(config);
 }
@@ -268,6 +271,14 @@ async function openHost(context: PrepareContext, world: World, sessionId: string
     },
     abandonWarning(context.bus),
   );
+}
+
+/** greenboot's settings for the node's Ignition, with the user's check read now (it was checked to exist). */
+function healthCheckOf(check: NodeHealthCheck): HealthCheck {
+  return {
+    attempts: check.attempts,
+    ...(check.script ? { script: { name: basename(check.script), contents: readFileSync(check.script, 'utf8') } } : {}),
+  };
 }
 
 /** Where the fixture's MCO image is pushed (outside devpivot/, where oscontainers go, so no name collides). */

@@ -169,7 +169,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       return { digest };
     },
 
-    generateIgnition({ driver, image, spec, registry, kernelArgs, sshKeys, extra, mcoImage }) {
+    generateIgnition({ driver, image, spec, registry, kernelArgs, sshKeys, extra, mcoImage, healthCheck }) {
       // A scenario's extra config may leave out ignition.version: it is merged into ours, so take ours (the
       // node's spec; 3.0.0, the generator's default, for a request without one).
       const merged =
@@ -186,6 +186,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
         ...(sshKeys?.length ? { sshKeys } : {}),
         ...(merged ? { extra: merged } : {}),
         ...(mcoImage ? { mcoImage } : {}),
+        ...(healthCheck ? { healthCheck } : {}),
       });
     },
 

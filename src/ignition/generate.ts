@@ -14,6 +14,7 @@ import {
   reportFragment,
   trustFragment,
 } from './fragments.js';
+import { type HealthCheck, healthCheckFragment } from './health-check.js';
 import { appendSpec2, mergeSpec3 } from './merge.js';
 import { type IgnitionConfig, render, serializeIgnition } from './render.js';
 import {
@@ -47,6 +48,8 @@ export interface IgnitionOptions {
   extra?: object;
   /** Install the boot report unit (default true; harmless on guests that print the line natively). */
   report?: boolean;
+  /** greenboot on (`health-check:`): its units enabled and on the console, the boot attempts, a required check. */
+  healthCheck?: HealthCheck;
 }
 
 function extraVersion(extra: object): string {
@@ -108,6 +111,7 @@ export function generateIgnition(options: IgnitionOptions): IgnitionConfig {
       : { files: [], units: [], users: [] },
     options.report === false ? { files: [], units: [], users: [] } : reportFragment(),
     accessFragment({ sshKeys: options.sshKeys, hostname: options.hostname }),
+    options.healthCheck ? healthCheckFragment(options.healthCheck) : { files: [], units: [], users: [] },
   );
   const secret = options.registry?.pullSecret;
   const base = render(

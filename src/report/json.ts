@@ -26,6 +26,8 @@ export const jsonFormatters: EventFormatters<string> = {
   'guest.pivot': line,
   'guest.pivot.skipped': line,
   'guest.booted': line,
+  'guest.health': line,
+  'guest.fallback': line,
   'guest.failure': line,
   'guest.progress': line,
   'run.start': line,

@@ -30,6 +30,11 @@ export const junitFormatters: EventFormatters<Note> = {
   'guest.pivot': (e) => ({ node: e.node, text: `pivot ${e.phase} ${e.target}` }),
   'guest.pivot.skipped': (e) => ({ node: e.node, text: `pivot skipped: ${e.reason}` }),
   'guest.booted': (e) => ({ node: e.node, text: `booted version ${e.version} commit ${e.commit}` }),
+  'guest.health': (e) => ({
+    node: e.node,
+    text: e.ok ? 'health checks passed' : `health check failed: ${e.check ?? '(not named on the console)'}`,
+  }),
+  'guest.fallback': (e) => ({ node: e.node, text: `fallback: ${e.tool} rollback to the previous deployment` }),
   'guest.failure': (e) => ({ node: e.node, text: `FAILURE: ${e.reason}` }),
   'guest.progress': none,
   'run.start': none,
@@ -57,7 +62,12 @@ const seconds = (ms: number) => (ms / 1000).toFixed(3);
  * A scenario run as a JUnit <testsuite>: a testcase per step (prepare first) and one per node. The suite's `file`
  * is the scenario file as given, its `time` the run's: `--shard-timings` reads them back (junit-timings.ts).
  */
-export function renderJunit(scenario: Scenario, result: RunResult, output: Map<string, string[]> = new Map()): string {
+export function renderJunit(
+  scenario: Scenario,
+  result: RunResult,
+  output: Map<string, string[]> = new Map(),
+  verdicts: Map<string, string[]> = new Map(),
+): string {
   const suite = `devpivot.${scenario.name}`;
   const cases: string[] = [];
   let failures = 0;
@@ -80,6 +90,8 @@ export function renderJunit(scenario: Scenario, result: RunResult, output: Map<s
     const unexpected = node.failures.filter((failure) => !failure.expected);
     const lines = [
       `boots: ${node.boots.map((boot) => `${boot.version} (${boot.commit.slice(0, 12)})`).join(' -> ') || 'none'}`,
+      // greenboot's verdicts stay whole: the console tail below would push them out
+      ...(verdicts.get(node.name) ?? []),
       ...(node.consoleLog ? [`console log: ${node.consoleLog}`] : []),
       ...(output.get(node.name) ?? []),
     ];
@@ -130,18 +142,21 @@ export async function mergeJunit(file: string, suites: string[], name?: string):
 /** `--junit FILE`: collects node output while the run goes; `document()` is this run's <testsuite>. */
 export function createJunitReporter(): Reporter & { document(): string } {
   const output = new Map<string, string[]>();
+  const verdicts = new Map<string, string[]>();
   let suite = '';
   return {
     onEvent(event: Stamped) {
       const note = (junitFormatters[event.kind] as (event: Stamped) => Note)(event);
       if (!note) return;
+      if ((event.kind === 'guest.health' && !event.ok) || event.kind === 'guest.fallback')
+        verdicts.set(note.node, [...(verdicts.get(note.node) ?? []), note.text]);
       const lines = output.get(note.node) ?? [];
       lines.push(note.text);
       if (lines.length > OUTPUT_LINES) lines.shift();
       output.set(note.node, lines);
     },
     onEnd(result, scenario) {
-      suite = renderJunit(scenario, result, output);
+      suite = renderJunit(scenario, result, output, verdicts);
     },
     document: () => suite,
   };

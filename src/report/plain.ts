@@ -42,6 +42,11 @@ export const plainFormatters: EventFormatters<string | null> = {
   'guest.pivot': (e) => `${e.node}: pivot ${e.phase} ${e.target}`,
   'guest.pivot.skipped': (e) => `${e.node}: pivot skipped (${e.reason})`,
   'guest.booted': (e) => `${e.node}: booted version ${e.version} (${e.commit.slice(0, 12)}, boot ${e.bootId})`,
+  'guest.health': (e) =>
+    e.ok
+      ? `${e.node}: health checks passed (greenboot)`
+      : `${e.node}: health check ${e.check ? `${e.check} ` : ''}failed (greenboot: the boot is red)`,
+  'guest.fallback': (e) => `${e.node}: fell back to the previous deployment (greenboot ran ${e.tool} rollback)`,
   'guest.failure': (e) => `${e.node}: FAILURE ${e.reason}`,
   // Sparse: each step the tool reports, not its byte updates (a pull's partial bytes print nothing).
   'guest.progress': (e) =>

@@ -7,6 +7,7 @@ import { isHostQualified } from '../oci/reference.js';
 import { parseSize } from '../steps/units.js';
 import { incompatibility } from './compatibility.js';
 import { NODE_DEFAULTS } from './defaults.js';
+import { readHealthCheck } from './health-check.js';
 import { type DeferredCheck, nodeAt, readIgnitionFragment } from './ignition-fragment.js';
 import { nodeSpec, specRefusal, specsOf } from './ignition-spec.js';
 import { readKernelArgs } from './kernel-args.js';
@@ -28,6 +29,7 @@ const NODE_KEYS = [
   'ignition',
   'mco-image',
   'follow',
+  'health-check',
   ...NODE_TRUST_KEYS,
 ];
 const MIN_MEMORY = 256 * 1024 ** 2;
@@ -127,6 +129,9 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
         return text;
       })
     : undefined;
+  const healthCheck = f.has('health-check')
+    ? r.guard(() => readHealthCheck(r, v('health-check'), `${what} health-check`))
+    : undefined;
   const explicitSpec = f.has('ignition-spec')
     ? r.guard(() => readSpec(r, v('ignition-spec'), what, driver))
     : undefined;
@@ -165,6 +170,7 @@ function readNode(r: DocumentReader, name: string, key: Node, value: Node | null
     ...(ignition ? { ignition } : {}),
     ...(mcoImage ? { mcoImage } : {}),
     ...(follow ? { follow } : {}),
+    ...(healthCheck ? { healthCheck } : {}),
     ...readNodeTrust(r, f, what, context.registry),
     pos: r.at(key),
   };

@@ -74,7 +74,16 @@ export interface NodeDef {
   registryCa?: 'other';
   /** `pull-secret: false` (registry auth): the node is given no pull secret. */
   pullSecret?: false;
+  /** `health-check:` greenboot on: its boot attempts and a required check of the user's (scenario/health-check.ts). */
+  healthCheck?: NodeHealthCheck;
   pos: Position;
+}
+
+export interface NodeHealthCheck {
+  /** GREENBOOT_MAX_BOOT_ATTEMPTS, 1 to 9. */
+  attempts: number;
+  /** Absolute path of a `.sh` check, written to /etc/greenboot/check/required.d/ under its own name. */
+  script?: string;
 }
 
 export interface Scenario {

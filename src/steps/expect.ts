@@ -21,6 +21,9 @@ export const EXPECT_EVENTS = [
   'stopped',
   'booted',
   'failure',
+  'health.pass',
+  'health.fail',
+  'fallback',
   'console',
 ] as const;
 export type ExpectEvent = (typeof EXPECT_EVENTS)[number];
@@ -32,7 +35,7 @@ export interface ExpectStep extends StepBase {
   withinMs: number;
   /** For `booted`: an oscontainer or image name whose commit must be the booted one. */
   booted?: string;
-  /** For `console` and `failure`: a regular expression the line / reason must match. */
+  /** For `console`, `failure` and `health.fail`: a regular expression the line / reason / failed check must match. */
   match?: string;
 }
 
@@ -77,8 +80,11 @@ export const expect: StepDefinition<ExpectStep> = {
     const event = read.oneOf(read.rewritten(written, eventValue), 'expect.event', EXPECT_EVENTS);
     if (event === 'console') read.fail(eventValue, "write 'console: <regex>' instead of 'event: console'");
     const match = f.has('match') ? read.regex(f.get('match')!.value, 'expect.match') : undefined;
-    if (match !== undefined && event !== 'failure')
-      read.fail(f.get('match')!.key, "'match' applies to 'event: failure' (the reason) only");
+    if (match !== undefined && event !== 'failure' && event !== 'health.fail')
+      read.fail(
+        f.get('match')!.key,
+        "'match' applies to 'event: failure' (the reason) and 'event: health.fail' (the failed check) only",
+      );
     return expectStep({ node, event, withinMs, ...(match !== undefined ? { match } : {}), pos });
   },
   nodesOf: (step) => [step.node],
@@ -110,6 +116,12 @@ export const expect: StepDefinition<ExpectStep> = {
           }
         case 'failure':
           return event.kind === 'guest.failure' && (!pattern || pattern.test(event.reason));
+        case 'health.pass':
+          return event.kind === 'guest.health' && event.ok;
+        case 'health.fail':
+          return event.kind === 'guest.health' && !event.ok && (!pattern || pattern.test(event.check ?? ''));
+        case 'fallback':
+          return event.kind === 'guest.fallback';
         case 'console':
           return event.kind === 'vm.console' && pattern!.test(event.line);
       }

@@ -134,7 +134,7 @@ function NodeRow({
   // The target keeps the scenario's name from the first frame to the last; the version booted since is added.
   const moved = node.current !== undefined && node.current !== node.from;
   const versions = node.target
-    ? `${node.from ?? '?'} → ${node.target}${moved ? ` (at ${node.current})` : ''}`
+    ? `${node.from ?? '?'} → ${node.target}${node.fallback ? ` (back on ${node.current ?? node.from ?? '?'})` : moved ? ` (at ${node.current})` : ''}`
     : `${node.from ?? '?'} → ${moved ? node.current : '—'}`;
   return (
     <Box flexDirection="column">
@@ -148,9 +148,21 @@ function NodeRow({
         {node.startedAt ? `  ${formatClock(clock - node.startedAt)}` : ''}
       </Text>
       {node.guest && !node.failure && <Text dimColor>{`    guest: ${guestText(node.guest)}`}</Text>}
+      {node.health && !node.failure && (
+        <Text color={node.health.ok && !node.fallback ? 'green' : 'yellow'}>{`    ${healthText(node)}`}</Text>
+      )}
       {node.failure && <Text color="red">{`    ${truncate(node.failure, 110)}`}</Text>}
     </Box>
   );
+}
+
+/** greenboot's verdict in words: a failed check and a fallback are what the node's checks decided. */
+export function healthText(node: NodeView): string {
+  const check = node.health?.check ? `health check ${node.health.check} failed` : 'health checks failed';
+  if (node.fallback)
+    return `fell back to ${node.current ?? node.from ?? 'the previous version'}: ${check} (greenboot ran ${node.fallback.tool} rollback)`;
+  if (node.health?.ok) return 'health checks passed (greenboot: boot is green)';
+  return `${check}: GRUB boots it again until its counter runs out, then the previous deployment`;
 }
 
 function ConsolePane({ node }: { node: NodeView }) {

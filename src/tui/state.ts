@@ -28,6 +28,13 @@ export interface NodeView {
   reboots: number;
   startedAt?: number;
   failure?: string;
+  /**
+   * greenboot's verdict on the node's latest checked boot (guest.health); `check`: the required check that failed
+   * (kept across the boots GRUB then counts down).
+   */
+  health?: { ok: boolean; check?: string };
+  /** GRUB's counter ran out and greenboot rolled the node back (guest.fallback): the node is on its old version. */
+  fallback?: { tool: string };
   console: string[];
 }
 
@@ -203,6 +210,18 @@ function onEvent(state: ViewState, event: Stamped): ViewState {
           ...(event.bytes !== undefined ? { bytes: event.bytes, bytesTotal: event.bytesTotal ?? 0 } : {}),
         },
       }));
+    case 'guest.health':
+      // The node's own checks said no: GRUB will try again or fall back. A verdict, not a failure of the run.
+      return updateNode(state, event.node, (node) => ({
+        ...node,
+        ...(event.ok ? {} : { phase: 'health check failed' }),
+        health: {
+          ok: event.ok,
+          ...((event.check ?? node.health?.check) ? { check: event.check ?? node.health?.check } : {}),
+        },
+      }));
+    case 'guest.fallback':
+      return updateNode(state, event.node, (node) => ({ ...node, phase: 'fell back', fallback: { tool: event.tool } }));
     case 'guest.failure':
       return updateNode(state, event.node, (node) => ({ ...node, phase: 'failed', failure: event.reason }));
     case 'blob.progress': {

@@ -47,6 +47,10 @@ const brief = (events: GuestEvent[]) =>
         return `skipped ${event.reason.slice(0, 17)}`;
       case 'guest.progress':
         return `progress ${event.task} ${event.steps}/${event.stepsTotal}`;
+      case 'guest.health':
+        return `health ${event.ok}${event.check ? ` ${event.check}` : ''}`;
+      case 'guest.fallback':
+        return `fallback ${event.tool}`;
       default:
         return `failure ${event.reason.split(':')[0]}`;
     }

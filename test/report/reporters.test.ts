@@ -6,8 +6,8 @@ import { EventBus } from '../../src/core/bus.js';
 import type { Stamped } from '../../src/core/events.js';
 import { type RunResult, runScenario } from '../../src/engine/engine.js';
 import { createJsonReporter } from '../../src/report/json.js';
-import { createJunitReporter, mergeJunit, xmlEscape } from '../../src/report/junit.js';
-import { createPlainReporter } from '../../src/report/plain.js';
+import { createJunitReporter, junitFormatters, mergeJunit, xmlEscape } from '../../src/report/junit.js';
+import { createPlainReporter, plainFormatters } from '../../src/report/plain.js';
 import type { Reporter } from '../../src/report/reporter.js';
 import { parseScenario } from '../../src/scenario/parse.js';
 import type { Scenario } from '../../src/scenario/types.js';
@@ -172,4 +172,46 @@ test('the XML checker rejects what is not well-formed', (t) => {
   t.throws(() => parseXml('<?xml version="1.0"?><a>x & y</a>'));
   t.throws(() => parseXml('<?xml version="1.0"?><a x=1/>'));
   t.notThrows(() => parseXml('<?xml version="1.0"?><a x="&lt;"><b/>t &amp; u</a>'));
+});
+
+test("greenboot's verdicts in the reports: JUnit names the failed health check, plain says fallback, not FAILURE", (t) => {
+  const health = {
+    kind: 'guest.health',
+    node: 'bad',
+    ok: false,
+    check: '10_failing_check.sh',
+    line: '',
+    at: 1,
+  } as const;
+  const fallback = { kind: 'guest.fallback', node: 'bad', tool: 'rpm-ostree', line: '', at: 2 } as const;
+  t.deepEqual(junitFormatters['guest.health'](health), {
+    node: 'bad',
+    text: 'health check failed: 10_failing_check.sh',
+  });
+  t.deepEqual(junitFormatters['guest.fallback'](fallback), {
+    node: 'bad',
+    text: 'fallback: rpm-ostree rollback to the previous deployment',
+  });
+  t.is(
+    plainFormatters['guest.health'](health),
+    'bad: health check 10_failing_check.sh failed (greenboot: the boot is red)',
+  );
+  t.is(
+    plainFormatters['guest.fallback'](fallback),
+    'bad: fell back to the previous deployment (greenboot ran rpm-ostree rollback)',
+  );
+});
+
+test("JUnit keeps greenboot's verdicts in the node's output however long its console is", async (t) => {
+  const junit = createJunitReporter();
+  junit.onEvent?.({ kind: 'guest.health', node: 'node1', ok: false, check: '10_failing_check.sh', line: '', at: 1 });
+  junit.onEvent?.({ kind: 'guest.fallback', node: 'node1', tool: 'rpm-ostree', line: '', at: 2 });
+  for (let i = 0; i < 1000; i++) junit.onEvent?.({ kind: 'vm.console', node: 'node1', line: `line ${i}`, at: 3 + i });
+  await runWith(PASSING, [junit]);
+  const document = junit.document();
+  t.regex(
+    document,
+    /health check failed: 10_failing_check\.sh\nfallback: rpm-ostree rollback to the previous deployment/,
+  );
+  t.notRegex(document, /\| line 0\b/);
 });

@@ -202,7 +202,7 @@ const malformed: [string, string, string[]][] = [
     'unknown expect event',
     'nodes:\n  n: {}\nsteps:\n  - up\n  - expect: { event: bootd }\n',
     [
-      "5:22: expect.event must be one of ignition, pivot.pulling, pivot.staging, pivot.staged, pivot.rebooting, pivot.skipped, reboot, stopped, booted, failure, console; got 'bootd' (did you mean 'booted'?)",
+      "5:22: expect.event must be one of ignition, pivot.pulling, pivot.staging, pivot.staged, pivot.rebooting, pivot.skipped, reboot, stopped, booted, failure, health.pass, health.fail, fallback, console; got 'bootd' (did you mean 'booted'?)",
     ],
   ],
   [

@@ -1,6 +1,7 @@
 import test from 'ava';
 import type { DevpivotEvent, Stamped } from '../../src/core/events.js';
 import { parseScenario } from '../../src/scenario/parse.js';
+import { healthText } from '../../src/tui/app.js';
 import { initialView, reduce, type ViewState } from '../../src/tui/state.js';
 
 const scenario = parseScenario('nodes:\n  a: { pivot: fixture:2 }\n  b: {}\n', '/tmp/two.yaml');
@@ -182,4 +183,36 @@ test('a node whose pull has sent its largest blob in full shows importing until 
   t.like(importing.nodes[0], { phase: 'importing', progress: { sent: 40, total: 40 } });
   t.is(fold([blob(1, 2)], importing).nodes[0]!.phase, 'importing', 'a small blob after it does not undo it');
   t.is(fold([{ kind: 'guest.pivot', node: 'a', phase: 'staging', target: 'x' }], importing).nodes[0]!.phase, 'staging');
+});
+
+test('a fallback shows as what it is: the node back on its old version, the failed check named, no failure', (t) => {
+  const booted = (version: string): DevpivotEvent => ({
+    kind: 'guest.booted',
+    node: 'a',
+    bootId: version,
+    version,
+    commit: version.repeat(8),
+  });
+  const reboot: DevpivotEvent = { kind: 'vm.reboot', node: 'a', domain: 'd' };
+  const red: DevpivotEvent = { kind: 'guest.health', node: 'a', ok: false, check: '10_failing_check.sh', line: '' };
+  const redView = fold([booted('1'), reboot, booted('2'), red]);
+  t.like(redView.nodes[0], { phase: 'health check failed', failure: undefined, current: '2' });
+  t.regex(healthText(redView.nodes[0]!), /^health check 10_failing_check\.sh failed: GRUB boots it again/);
+  const view = fold(
+    [
+      reboot,
+      booted('2'),
+      red,
+      reboot,
+      booted('1'),
+      { kind: 'guest.fallback', node: 'a', tool: 'rpm-ostree', line: '' },
+      { kind: 'guest.health', node: 'a', ok: true, line: '' },
+    ],
+    redView,
+  );
+  t.like(view.nodes[0], { phase: 'fell back', current: '1', failure: undefined, reboots: 3 });
+  t.is(
+    healthText(view.nodes[0]!),
+    'fell back to 1: health check 10_failing_check.sh failed (greenboot ran rpm-ostree rollback)',
+  );
 });

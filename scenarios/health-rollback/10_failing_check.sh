@@ -1,0 +1,6 @@
+#!/bin/bash
+set -euo pipefail
+
+echo "This is a failing script"
+
+exit 1
