@@ -38,7 +38,9 @@ test.serial('mcd-firstboot: the MCD firstboot units rebase v1 to the legacy v2 o
   // update() needs the kubeconfig devpivot's Ignition writes (updateKubeConfigPermission, MCO a57ca291 update.go:1669)
   has(/update\.go:1670\] updating the permission of the kubeconfig to: 0o600/);
   // no oc in the fixture: RunExtBackground's three tries, then the podman fallback
-  has(/run\.go:19\] Running: nice -- ionice -c 3 oc image extract -v 10 --path \/:\/run\/mco-machine-os-content\/os-content-/);
+  has(
+    /run\.go:19\] Running: nice -- ionice -c 3 oc image extract -v 10 --path \/:\/run\/mco-machine-os-content\/os-content-/,
+  );
   has(/run\.go:19\] Running: nice -- ionice -c 3 podman pull -q --authfile \/var\/lib\/kubelet\/config\.json /);
   has(/update\.go:289\] Falling back to using podman cp to fetch OS image content/);
   has(/rpm-ostree\.go:240\] Pivoting to: 2 \([0-9a-f]{64}\)/);

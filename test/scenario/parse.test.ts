@@ -285,7 +285,7 @@ const malformed: [string, string, string[]][] = [
     'finalize on a driver that cannot stage for later, download-only not a boolean',
     'oscontainers:\n  v2: { build: { fixture: 2, format: native } }\nnodes:\n  l: {}\n  b: { driver: bootc, pivot: v2, follow: os/s:stable }\nsteps:\n  - up\n  - finalize: l\n  - upgrade: { node: b, download-only: yes }\n  - finalize: b\n',
     [
-      "8:15: the legacy driver cannot stage for later: openshift/pivot stages and reboots in one run; it has no download-only mode (give the node driver bootc or rpm-ostree)",
+      '8:15: the legacy driver cannot stage for later: openshift/pivot stages and reboots in one run; it has no download-only mode (give the node driver bootc or rpm-ostree)',
       '9:40: upgrade.download-only must be true or false',
     ],
   ],

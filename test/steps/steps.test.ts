@@ -269,7 +269,17 @@ test('fault drives the embedded registry and refuses an external one', async (t)
 
 test('every definition declares where it may stand relative to up', (t) => {
   const needsRunning = STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'needs-running');
-  t.deepEqual(needsRunning, ['expect', 'assert', 'power-off', 'reboot', 'pivot', 'rollback', 'upgrade', 'finalize', 'ssh']);
+  t.deepEqual(needsRunning, [
+    'expect',
+    'assert',
+    'power-off',
+    'reboot',
+    'pivot',
+    'rollback',
+    'upgrade',
+    'finalize',
+    'ssh',
+  ]);
   t.deepEqual(
     STEP_KINDS.filter((kind) => STEPS[kind].schema.nodes === 'starts'),
     ['up'],
