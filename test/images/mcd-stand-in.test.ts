@@ -467,26 +467,31 @@ async function withPodman(fn: (dir: string, podman: string, pullspec: string) =>
   }
 }
 
+/** busybox's argv for the MCD's `podman run` of the MCO image (the firstboot unit's flags) with ARGS. */
+const mcdRun = (podman: string, host: string, pullspec: string, ...args: string[]) => [
+  'sh',
+  podman,
+  'run',
+  '--rm',
+  '--privileged',
+  '--net=host',
+  '-v',
+  `${host}:/rootfs`,
+  '--entrypoint',
+  'machine-config-daemon',
+  pullspec,
+  ...args,
+];
+
 test.serial('podman run: the MCO image runs its entrypoint chrooted, with the bind, and --rm removes it', async (t) => {
   await withPodman(async (dir, podman, pullspec) => {
     const host = join(dir, 'host');
     await mkdir(host);
     await writeFile(join(host, 'marker'), 'from the host\n');
-    const run = await exec('busybox', [
-      'sh',
-      podman,
-      'run',
-      '--rm',
-      '--privileged',
-      '--net=host',
-      '-v',
-      `${host}:/rootfs`,
-      '--entrypoint',
-      'machine-config-daemon',
-      pullspec,
-      'firstboot-complete-machineconfig',
-      '--maybe-persist-nics',
-    ]);
+    const run = await exec(
+      'busybox',
+      mcdRun(podman, host, pullspec, 'firstboot-complete-machineconfig', '--maybe-persist-nics'),
+    );
     // podman's own pull progress (the image was not pulled before), then nothing: PersistNetworkInterfaces returns
     // nil silently on a host that is neither RHEL 8 nor 9 (daemon.go:1693-1697).
     t.deepEqual(
@@ -504,20 +509,9 @@ test.serial('podman run: the MCO image runs its entrypoint chrooted, with the bi
       ],
     );
     // the entrypoint does run, chrooted in the image: its refusal of an unknown command
-    const refused = await exec('busybox', [
-      'sh',
-      podman,
-      'run',
-      '--rm',
-      '--privileged',
-      '--net=host',
-      '-v',
-      `${host}:/rootfs`,
-      '--entrypoint',
-      'machine-config-daemon',
-      pullspec,
-      'frob',
-    ]).catch((e: { code: number; stderr: string }) => e);
+    const refused = await exec('busybox', mcdRun(podman, host, pullspec, 'frob')).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
     t.is((refused as { code: number }).code, 1);
     t.regex((refused as { stderr: string }).stderr, /^Error: unknown command "frob" for "machine-config-daemon"/m);
     const containers = await exec('ls', ['-A', join(dir, 'store', 'containers')]);

@@ -40,25 +40,22 @@ async function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promis
   );
 }
 
-/** The real podman, with a storage of its own (vfs: no overlay mounts) and the registry marked insecure. */
+/** The real podman's storage of its own (vfs: no overlay mounts). */
+const realStorage = () => [
+  '--root',
+  join(dir, 'real', 'root'),
+  '--runroot',
+  join(dir, 'real', 'run'),
+  '--storage-driver',
+  'vfs',
+];
+
+/** The real podman, with its own storage and the registry marked insecure. */
 const real = (args: string[], registriesConf = join(dir, 'registries.conf')) =>
-  run(
-    'podman',
-    [
-      '--root',
-      join(dir, 'real', 'root'),
-      '--runroot',
-      join(dir, 'real', 'run'),
-      '--storage-driver',
-      'vfs',
-      '--cgroup-manager',
-      'cgroupfs',
-      '--events-backend',
-      'none',
-      ...args,
-    ],
-    { ...process.env, CONTAINERS_REGISTRIES_CONF: registriesConf },
-  );
+  run('podman', [...realStorage(), '--cgroup-manager', 'cgroupfs', '--events-backend', 'none', ...args], {
+    ...process.env,
+    CONTAINERS_REGISTRIES_CONF: registriesConf,
+  });
 
 /** The stand-in as the guest runs it (busybox sh), its store and skopeo's registries.conf moved under `dir`. */
 const standIn = (args: string[], registriesConf = join(dir, 'registries.conf')) =>
@@ -161,17 +158,7 @@ test.before(async () => {
 
 test.after.always(async () => {
   await registry?.stop();
-  await exec('podman', [
-    '--root',
-    join(dir, 'real', 'root'),
-    '--runroot',
-    join(dir, 'real', 'run'),
-    '--storage-driver',
-    'vfs',
-    'system',
-    'reset',
-    '--force',
-  ]).catch(() => undefined);
+  await exec('podman', [...realStorage(), 'system', 'reset', '--force']).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
 });
 
