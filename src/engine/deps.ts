@@ -161,7 +161,7 @@ export interface PushMcoImageOptions {
 }
 
 /** What the engine uses of a built fixture OS: the first version's disk, the ostree repository, the versions. */
-export type FixtureArtifacts = Pick<Fixture, 'disk' | 'repo' | 'versions'>;
+export type FixtureArtifacts = Pick<Fixture, 'disk' | 'repo' | 'versions' | 'components'>;
 
 export interface Deps {
   startRegistry(options: LoopbackRegistryOptions): Promise<RegistryHandle>;

@@ -46,6 +46,9 @@ export interface BuildOptions extends BuildSource {
   ref?: string;
   /** Checked between phases: an aborted build stops and removes its work directory. */
   signal?: AbortSignal;
+  /** native only: chunk into this many layers (ostree-ext's max layers), by the packages `components` lists. */
+  layers?: number;
+  components?: string;
 }
 
 export interface OscontainerImage {
@@ -56,8 +59,11 @@ export interface OscontainerImage {
   digest: string;
   manifest: BuiltManifest;
   config: { bytes: Buffer; digest: string };
+  /** The first layer (the only one, unless the image is chunked). */
   layer: LayerInfo & { path: string };
-  /** The work directory holding `layer.tar.gz` (and any exported repo); remove with `dispose()`. */
+  /** Every layer, in manifest order. */
+  layers: (LayerInfo & { path: string })[];
+  /** The work directory holding the layer files (and any exported repo); remove with `dispose()`. */
   dir: string;
   dispose(): Promise<void>;
 }
@@ -122,6 +128,11 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
     }
     options.signal?.throwIfAborted();
     const format = options.format ?? 'legacy';
+    if (options.layers !== undefined && format !== 'native')
+      throw new DevpivotError('USAGE', 'only a native image can be chunked into layers', {
+        hint: 'add --format native (format: native), or drop --layers',
+        exitCode: 2,
+      });
     let last = 0;
     const onProgress = (done: number, total: number) => {
       // About 100 progress events per layer, not one per tar block.
@@ -130,7 +141,7 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
         progress('layer', done, total);
       }
     };
-    let layer: LayerInfo & { path: string };
+    let layers: (LayerInfo & { path: string })[];
     let configBytes: Buffer;
     let manifest: BuiltManifest;
     if (format === 'native') {
@@ -142,13 +153,15 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
         oci: options.oci ?? false,
         labels: options.labels,
         gzip: options.gzip,
+        ...(options.layers !== undefined ? { layers: options.layers } : {}),
+        ...(options.components ? { components: options.components } : {}),
         onProgress,
         onPhase: (phase) => {
           options.signal?.throwIfAborted();
           progress(phase, 0, null);
         },
       });
-      ({ layer, manifest } = built);
+      ({ layers, manifest } = built);
       configBytes = built.config.bytes;
     } else {
       progress('export', 0, null);
@@ -157,9 +170,13 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
       if (committed) await rm(committed, { recursive: true, force: true });
       options.signal?.throwIfAborted();
       const layerPath = join(dir, 'layer.tar.gz');
-      layer = { ...(await writeRepoLayer(exported, layerPath, { gzip: options.gzip, onProgress })), path: layerPath };
+      const layer = {
+        ...(await writeRepoLayer(exported, layerPath, { gzip: options.gzip, onProgress })),
+        path: layerPath,
+      };
       configBytes = encodeJson(imageConfig({ commit: info.commit, version, labels: options.labels }, layer));
       manifest = imageManifest(configBytes, layer, options.oci ?? false);
+      layers = [layer];
     }
     if (committed) await rm(committed, { recursive: true, force: true });
     options.bus?.emit({ kind: 'image.built', ref, digest: manifest.digest, commit: info.commit, version });
@@ -170,7 +187,8 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
       digest: manifest.digest,
       manifest,
       config: { bytes: configBytes, digest: digestOf(configBytes) },
-      layer,
+      layer: layers[0]!,
+      layers,
       dir,
       dispose,
     };

@@ -64,18 +64,31 @@ export function imageManifest(
   oci: boolean,
   annotations?: Record<string, string>,
 ): BuiltManifest {
+  return layeredManifest(config, [layer], oci, annotations);
+}
+
+/** As `imageManifest`, with several layers in order, each with its own annotations (OCI only). */
+export function layeredManifest(
+  config: Buffer,
+  layers: (LayerInfo & { annotations?: Record<string, string> })[],
+  oci: boolean,
+  annotations?: Record<string, string>,
+): BuiltManifest {
   const mediaType = oci ? MediaType.ociManifest : MediaType.dockerManifest;
   const configDescriptor: Descriptor = {
     mediaType: oci ? MediaType.ociConfig : MediaType.dockerConfig,
     digest: digestOf(config),
     size: config.byteLength,
   };
-  const layerDescriptor: Descriptor = {
-    mediaType: oci ? MediaType.ociLayerGzip : MediaType.dockerLayerGzip,
-    digest: layer.digest,
-    size: layer.size,
-  };
-  const manifest: ImageManifest = { schemaVersion: 2, mediaType, config: configDescriptor, layers: [layerDescriptor] };
+  const layerDescriptors = layers.map(
+    (layer): Descriptor => ({
+      mediaType: oci ? MediaType.ociLayerGzip : MediaType.dockerLayerGzip,
+      digest: layer.digest,
+      size: layer.size,
+      ...(oci && layer.annotations ? { annotations: layer.annotations } : {}),
+    }),
+  );
+  const manifest: ImageManifest = { schemaVersion: 2, mediaType, config: configDescriptor, layers: layerDescriptors };
   if (oci && annotations) manifest.annotations = annotations;
   const bytes = encodeJson(manifest);
   return { manifest, bytes, digest: digestOf(bytes), mediaType };

@@ -32,11 +32,11 @@ export async function pushOscontainer(
   const ref = parseReference(target);
   const client = new RegistryClient(ref.registry, options);
   const blobs = [
-    {
-      digest: image.layer.digest,
-      size: image.layer.size,
-      open: () => createReadStream(image.layer.path, { highWaterMark: 1 << 20 }),
-    },
+    ...image.layers.map((layer) => ({
+      digest: layer.digest,
+      size: layer.size,
+      open: () => createReadStream(layer.path, { highWaterMark: 1 << 20 }),
+    })),
     { digest: image.config.digest, size: image.config.bytes.byteLength, open: () => single(image.config.bytes) },
   ];
   for (const blob of blobs) {
@@ -81,12 +81,9 @@ export async function pushToStore(
   target: { address: string; repository: string; tag?: string },
   options: { bus?: EventBus } = {},
 ): Promise<PushResult> {
-  if (!(await store.hasBlob(image.layer.digest))) {
-    await store.putBlob(
-      createReadStream(image.layer.path, { highWaterMark: 1 << 20 }),
-      image.layer.digest,
-      image.layer.size,
-    );
+  for (const layer of image.layers) {
+    if (await store.hasBlob(layer.digest)) continue;
+    await store.putBlob(createReadStream(layer.path, { highWaterMark: 1 << 20 }), layer.digest, layer.size);
   }
   if (!(await store.hasBlob(image.config.digest))) {
     await store.putBlob(image.config.bytes, image.config.digest, image.config.bytes.byteLength);

@@ -221,6 +221,7 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
   const fixture: FixtureArtifacts = {
     disk: '/fixture/v1.qcow2',
     repo: '/fixture/repo',
+    components: '/fixture/components',
     versions: [
       { version: '1', commit: COMMITS['1']!, disk: '/fixture/v1.qcow2' },
       { version: '2', commit: COMMITS['2']!, disk: '/fixture/v2.qcow2' },

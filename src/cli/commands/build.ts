@@ -17,7 +17,7 @@ async function fixtureVersion(wanted: string, env: NodeJS.ProcessEnv) {
       `pick one of: ${fixture.versions.map((v) => v.version).join(', ')}`,
     );
   }
-  return { repo: fixture.repo, commit: match.commit };
+  return { repo: fixture.repo, commit: match.commit, components: fixture.components };
 }
 
 export const command: Command = {
@@ -25,7 +25,7 @@ export const command: Command = {
   summary: 'Build an oscontainer from an ostree commit and push it',
   usage:
     '(--fixture N | --ostree-repo REPO --commit C | --from-dir ROOTFS --version V) [--format legacy|native] ' +
-    '[--push REF] [--oci] | --containerfile FILE --from REF --push REF [--context DIR]',
+    '[--layers N] [--push REF] [--oci] | --containerfile FILE --from REF --push REF [--context DIR]',
   description:
     'Build an oscontainer reproducibly: the same commit always gives the same digest.\n' +
     '  legacy (default): one layer holding /srv/repo, an archive ostree repo with exactly that commit;\n' +
@@ -44,6 +44,11 @@ export const command: Command = {
       type: 'string',
       valueName: 'FORMAT',
       description: 'legacy (/srv/repo, the default) or native (ostree-ext, bootable)',
+    },
+    layers: {
+      type: 'string',
+      valueName: 'N',
+      description: 'native, --fixture: chunk the packages into N layers (at least 4), plus the commit layer',
     },
     push: { type: 'string', valueName: 'REF', description: 'Push to HOST:PORT/REPO:TAG' },
     oci: { type: 'boolean', description: 'OCI manifest and media types (default: Docker v2 schema 2)' },
@@ -98,6 +103,20 @@ export const command: Command = {
     if (!OSCONTAINER_FORMATS.includes(format)) {
       throw new UsageError(`unknown --format '${format}'`, `pick one of: ${OSCONTAINER_FORMATS.join(', ')}`);
     }
+    const layersText = args.string('layers');
+    const layers = layersText === undefined ? undefined : Number(layersText);
+    if (layers !== undefined && !(Number.isInteger(layers) && layers >= 4 && layers <= 128))
+      throw new UsageError(
+        `invalid --layers '${layersText}'`,
+        'ostree-ext chunks into 4 to 128 layers (64 by default)',
+      );
+    if (layers !== undefined && format !== 'native')
+      throw new UsageError('--layers applies to --format native', 'add --format native');
+    if (layers !== undefined && !args.string('fixture'))
+      throw new UsageError(
+        '--layers needs --fixture N',
+        "chunking groups files by package: only the fixture's build says which package each file comes from",
+      );
     const target = args.string('push');
     if (target) parseReference(target); // fail on a bad reference before the long build
     const source = args.string('fixture')
@@ -111,6 +130,7 @@ export const command: Command = {
         version: args.string('version'),
         format,
         oci: args.flag('oci'),
+        ...(layers !== undefined ? { layers } : {}),
         gzip: level === undefined ? undefined : { level },
         bus,
         ref: target ?? 'oscontainer',
@@ -128,12 +148,15 @@ export const command: Command = {
           commit: image.commit,
           version: image.version,
           layer: { digest: image.layer.digest, diffId: image.layer.diffId, size: image.layer.size },
+          layers: image.layers.map((layer) => ({ digest: layer.digest, diffId: layer.diffId, size: layer.size })),
         };
         if (args.flag('json')) stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
         else {
           stderr.write(
             `built ${image.format} oscontainer ${image.version} (${image.commit.slice(0, 12)}), ` +
-              `layer ${image.layer.size} bytes\n`,
+              (image.layers.length === 1
+                ? `layer ${image.layer.size} bytes\n`
+                : `${image.layers.length} layers, ${image.layers.reduce((sum, l) => sum + l.size, 0)} bytes\n`),
           );
           stdout.write(`${pushed?.pinned ?? image.digest}\n`);
         }

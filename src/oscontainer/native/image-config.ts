@@ -60,18 +60,30 @@ export function commitCreated(object: CommitObject): string {
   return new Date(object.timestamp * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-export function nativeImageConfig(meta: NativeMeta, diffId: string): Record<string, unknown> {
+/** The commit layer's history entry: the commit subject, else "ostree export of commit …". */
+export function commitDescription(meta: Pick<NativeMeta, 'commit' | 'object'>): string {
+  return meta.object.subject || `ostree export of commit ${meta.commit}`;
+}
+
+/**
+ * The config of an image whose layers are `layers`, in order: the commit layer (history `commitDescription`), then
+ * any chunk layers (history: the chunk's name). `ostree.final-diffid` names the last one, which is the last layer
+ * of the ostree commit (encapsulate.rs `export_chunked`).
+ */
+export function nativeImageConfig(
+  meta: NativeMeta,
+  layers: { diffId: string; createdBy: string }[],
+): Record<string, unknown> {
   const created = commitCreated(meta.object);
   const cmd = meta.object.metadata.get('ostree.container-cmd');
-  const config: Record<string, unknown> = { Labels: nativeLabels(meta, diffId) };
+  const config: Record<string, unknown> = { Labels: nativeLabels(meta, layers.at(-1)!.diffId) };
   if (cmd?.type === 'as') config.Cmd = cmd.value as string[];
-  const description = meta.object.subject || `ostree export of commit ${meta.commit}`;
   return {
     architecture: 'amd64',
     os: 'linux',
     created,
     config,
-    rootfs: { type: 'layers', diff_ids: [diffId] },
-    history: [{ created, created_by: description }],
+    rootfs: { type: 'layers', diff_ids: layers.map((layer) => layer.diffId) },
+    history: layers.map((layer) => ({ created, created_by: layer.createdBy })),
   };
 }

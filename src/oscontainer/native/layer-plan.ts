@@ -137,12 +137,7 @@ export async function planLayer(repo: ArchiveRepo, commitChecksum: string): Prom
 
   const rootMeta = await repo.readMetadata('dirmeta', commit.rootMeta);
   structure.push({ header: dirHeader('./', parseDirMeta(rootMeta)) });
-  for (const dir of ['sysroot', 'sysroot/ostree', REPO, `${REPO}/objects`]) structure.push({ header: defaultDir(dir) });
-  for (let i = 0; i < 256; i++) {
-    structure.push({ header: defaultDir(`${REPO}/objects/${i.toString(16).padStart(2, '0')}`) });
-  }
-  for (const dir of REPO_SUBDIRS) structure.push({ header: defaultDir(`${REPO}/${dir}`) });
-  structure.push(defaultData(`${REPO}/config`, Buffer.from(REPO_CONFIG)));
+  structure.push(...repoSkeleton());
   structure.push(defaultData(objectPath(commitChecksum, 'commit'), commitBytes));
   const detached = await repo.readCommitMeta(commitChecksum);
   if (detached) structure.push(defaultData(objectPath(commitChecksum, 'commitmeta'), detached));
@@ -197,11 +192,44 @@ export async function planLayer(repo: ArchiveRepo, commitChecksum: string): Prom
   const headers = await mapLimit(checksums, 64, (checksum) => repo.readContentHeader(checksum));
   const content = checksums.map((checksum, i) => ({ checksum, header: headers[i]!, paths: paths.get(checksum)! }));
 
+  return { commitChecksum, commit, structure, content, size: planSize(structure, content) };
+}
+
+/** The repository skeleton an ostree layer starts with (export.rs `write_repo_structure`). */
+function repoSkeleton(): StructureEntry[] {
+  const entries: StructureEntry[] = [];
+  for (const dir of ['sysroot', 'sysroot/ostree', REPO, `${REPO}/objects`]) entries.push({ header: defaultDir(dir) });
+  for (let i = 0; i < 256; i++) {
+    entries.push({ header: defaultDir(`${REPO}/objects/${i.toString(16).padStart(2, '0')}`) });
+  }
+  for (const dir of REPO_SUBDIRS) entries.push({ header: defaultDir(`${REPO}/${dir}`) });
+  entries.push(defaultData(`${REPO}/config`, Buffer.from(REPO_CONFIG)));
+  return entries;
+}
+
+function planSize(structure: StructureEntry[], content: ContentEntry[]): number {
   let size = END_OF_ARCHIVE.byteLength;
   for (const entry of structure) size += entrySize(entry.header);
   for (const entry of content) {
     size += entrySize(xattrsLinkHeader(entry)) + entrySize(objectHeader(entry));
     for (const path of entry.paths) size += entrySize(treeHeader(entry, path));
   }
-  return { commitChecksum, commit, structure, content, size };
+  return size;
+}
+
+/**
+ * The commit layer of a chunked image (export.rs `export_final_chunk`): the whole structure of `plan`, with only
+ * `content` (what no chunk took) after it.
+ */
+export function commitLayerPlan(plan: LayerPlan, content: ContentEntry[]): LayerPlan {
+  return { ...plan, content, size: planSize(plan.structure, content) };
+}
+
+/**
+ * A chunk layer (export.rs `export_chunk`): the repository skeleton, then `content` (checksum order) with its
+ * hard links; no commit, no directories of the tree (`create_parent_dirs` is off by default).
+ */
+export function chunkLayerPlan(plan: LayerPlan, content: ContentEntry[]): LayerPlan {
+  const structure = repoSkeleton();
+  return { ...plan, structure, content, size: planSize(structure, content) };
 }
