@@ -3,7 +3,8 @@
  * of `crates/ostree-ext/src/tar/import.rs` (bootc-dev/bootc 534c76ea; the rules and their lines in stream-rules.ts).
  * The checker is shown to refuse each broken order first, so a pass means the layer's order is what it accepts.
  */
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import test from 'ava';
 import { buildOscontainer, type OscontainerImage } from '../../../src/oscontainer/build.js';
 import { makeOsTree, type OsTree } from './os-tree.js';
@@ -13,14 +14,34 @@ import { tarEntries } from './tar-entries.js';
 let os: OsTree;
 let image: OscontainerImage;
 let entries: StreamEntry[];
+let chunked: OscontainerImage;
+let chunkedLayers: StreamEntry[][];
 
 test.before(async () => {
   os = await makeOsTree();
   image = await buildOscontainer({ repo: os.repo, commit: 'testos/native', format: 'native' });
   entries = (await tarEntries(image.layer.path)).map(({ name, type }) => ({ name, type }));
+  // Five packages for 4 bins: ostree-ext's packing runs (not one bin per package); the rest is unpackaged.
+  const components = join(os.dir, 'components');
+  await writeFile(
+    components,
+    [
+      'hello 1 usr/bin/hello',
+      'hello 1 usr/libexec/hello-again',
+      'suid 1 usr/bin/suid',
+      'big 1 usr/lib/big.bin',
+      'doc 1 usr/share/doc/words.txt',
+      'owned 1 usr/share/owned',
+    ].join('\n'),
+  );
+  chunked = await buildOscontainer({ repo: os.repo, commit: 'testos/native', format: 'native', layers: 4, components });
+  chunkedLayers = await Promise.all(
+    chunked.layers.map(async (layer) => (await tarEntries(layer.path)).map(({ name, type }) => ({ name, type }))),
+  );
 });
 test.after.always(async () => {
   await image?.dispose();
+  await chunked?.dispose();
   if (os) await rm(os.dir, { recursive: true, force: true });
 });
 
@@ -73,4 +94,19 @@ test('the checker refuses what the importer refuses: each broken order gives the
     i === file ? { ...e, name: e.name.replace(/\/([0-9a-f]{2})\//, '/$1x/') } : e,
   );
   t.regex(importerError(badName, 'commit') ?? '', /^Invalid checksum parent /);
+});
+
+test('a chunked image imports as ostree-ext reads it: the commit layer as a commit, each chunk as an object set', (t) => {
+  t.true(chunkedLayers.length >= 3, `${chunkedLayers.length} layers`);
+  t.is(importerError(chunkedLayers[0]!, 'commit'), null);
+  for (const [i, layer] of chunkedLayers.entries()) {
+    if (i > 0) t.is(importerError(layer, 'object-set'), null, `layer ${i}`);
+  }
+  // Together the layers carry each content object of the commit exactly once, as the single layer does.
+  const objects = (list: StreamEntry[]) => list.filter(isKind('file')).map((e) => e.name);
+  const all = chunkedLayers.flatMap(objects);
+  t.is(new Set(all).size, all.length, 'no object in two layers');
+  t.deepEqual([...all].sort(), objects(entries).sort());
+  // A chunk is not a commit stream: the importer would refuse it as the first layer.
+  t.regex(importerError(chunkedLayers[1]!, 'commit') ?? '', /^Expected commit object, not |^End of stream/);
 });
