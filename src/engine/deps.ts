@@ -64,12 +64,17 @@ export interface PushedImage {
    * reports (bootc and rpm-ostree store the image they pulled, the child), so nodes are matched to it.
    */
   instance?: string;
+  /** The layers' digests, in manifest order, when devpivot built the image. */
+  layers?: string[];
 }
 
 export interface BuildOscontainerOptions {
   source: CommitOrRootfs;
   /** docs/PROTOCOLS.md "Oscontainer formats"; legacy when omitted. */
   format?: 'legacy' | 'native';
+  /** native: chunk into this many layers, by the packages `components` lists (the fixture's). */
+  layers?: number;
+  components?: string;
   /** Registry base URL on this host, e.g. http://127.0.0.1:5000 */
   registry: string;
   /** Repository name within the registry, e.g. devpivot/fixture-2 */

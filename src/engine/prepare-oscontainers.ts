@@ -53,6 +53,7 @@ export async function oscontainer(
           return deps.buildOscontainer({
             source: { repo: fixture.repo, commit },
             ...format(source),
+            ...(source.layers !== undefined ? { layers: source.layers, components: fixture.components } : {}),
             registry,
             repository,
             bus,

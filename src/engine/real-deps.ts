@@ -82,7 +82,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       };
     },
 
-    async buildOscontainer({ source, format = 'legacy', registry, repository, bus, signal }) {
+    async buildOscontainer({ source, format = 'legacy', layers, components, registry, repository, bus, signal }) {
       const address = new URL(registry).host;
       const local = embedded?.url === registry ? embedded : undefined;
       // The embedded registry listens on a new port every run but keeps its storage: its entries are keyed
@@ -90,7 +90,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       // fingerprint keeps a changed builder from reusing what an older one recorded.
       const key =
         'repo' in source
-          ? `${source.repo}#${source.commit}${format === 'legacy' ? '' : `#${format}`}#${builderFingerprint()}`
+          ? `${source.repo}#${source.commit}${format === 'legacy' ? '' : `#${format}`}${layers ? `#layers=${layers}` : ''}#${builderFingerprint()}`
           : undefined;
       const where = local ? 'embedded' : address;
       // Builds are deterministic: the same commit gives the same digest. Skip the build when the registry still
@@ -106,12 +106,19 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
         ...('repo' in source ? { repo: source.repo, commit: source.commit } : { fromDir: source.rootfs }),
         ...('rootfs' in source && source.version ? { version: source.version } : {}),
         format,
+        ...(layers !== undefined ? { layers, ...(components ? { components } : {}) } : {}),
         target: `${address}/${repository}:latest`,
         bus,
         signal,
         ...(local ? { store: local.store } : {}),
       });
-      const result: PushedImage = { digest: pushed.digest, commit: pushed.commit, version: pushed.version, format };
+      const result: PushedImage = {
+        digest: pushed.digest,
+        commit: pushed.commit,
+        version: pushed.version,
+        format,
+        ...(pushed.layers ? { layers: pushed.layers } : {}),
+      };
       if (key) await writeCache(buildCache, `${where}/${repository}|${key}`, result);
       return result;
     },

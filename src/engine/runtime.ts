@@ -47,7 +47,26 @@ export class EngineRuntime implements StepRuntime {
     readonly staged?: StagedWatchdog,
     /** What `tag` steps point tags with. */
     readonly deps?: Deps,
-  ) {}
+  ) {
+    watches.bus.on('registry.request', (e) => {
+      if (!e.node || e.method !== 'GET' || e.status !== 200 || !e.path.includes('/blobs/sha256:')) return;
+      if (e.length !== undefined && e.bytes !== e.length) return; // cut short: not fetched
+      const list = this.#fetched.get(e.node) ?? [];
+      list.push(e.path.slice(e.path.lastIndexOf('/') + 1));
+      this.#fetched.set(e.node, list);
+    });
+  }
+
+  /** Blob GETs per node since its last up or update request (`fetched`). */
+  #fetched = new Map<string, string[]>();
+
+  fetched(node: string): readonly string[] {
+    return this.#fetched.get(node) ?? [];
+  }
+
+  layersOf(name: string): readonly string[] | undefined {
+    return this.world.images.get(name)?.layers;
+  }
 
   async waitFor(
     node: string,
@@ -66,6 +85,7 @@ export class EngineRuntime implements StepRuntime {
   async up(name: string): Promise<void> {
     const watch = this.watches.get(name);
     if (watch.vm) throw new StepFailure(`node ${name} is already up`);
+    this.#fetched.delete(name);
     const def = watch.def;
     const prepared = this.world.nodes.get(name)!;
     const host = this.world.host!;
@@ -164,6 +184,7 @@ export class EngineRuntime implements StepRuntime {
     const image = this.world.images.get(to);
     if (!image || !this.world.guestRegistry) throw new StepFailure(`oscontainer ${to} is not in the registry`);
     const pullspec = guestPullspec(this.world, to, node);
+    this.#fetched.delete(node);
     const script = pivotRequestScript(this.watches.get(node).def.driver, pullspec, to);
     await this.#requestUpdate(node, script, pullspec, timeoutMs, 'the pivot request');
   }
@@ -176,6 +197,7 @@ export class EngineRuntime implements StepRuntime {
   async requestUpgrade(node: string, timeoutMs: number, options: { downloadOnly?: boolean } = {}): Promise<void> {
     const def = this.watches.get(node).def;
     if (!def.follow) throw new StepFailure(`node ${node} follows no tag`);
+    this.#fetched.delete(node);
     const upgrade = DRIVERS[def.driver].upgrade;
     if (options.downloadOnly) {
       if ('refused' in upgrade.later)

@@ -34,6 +34,8 @@ export interface PublishedImage {
    * bootc and rpm-ostree store and report once booted; its labels are those above.
    */
   instance?: string;
+  /** The layers' digests in manifest order (set by buildAndPush). */
+  layers?: string[];
 }
 
 export interface BuildAndPushOptions extends Omit<BuildOptions, 'ref' | 'bus' | 'signal'> {
@@ -71,6 +73,7 @@ export async function buildAndPush(options: BuildAndPushOptions): Promise<Publis
       commit: image.commit,
       version: image.version,
       format: image.format,
+      layers: image.layers.map((layer) => layer.digest),
     };
   } finally {
     await image.dispose();

@@ -114,7 +114,7 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
       );
     return { kind: 'build-fixture', version: r.fixtureVersion(node, fixture[1]!) };
   }
-  const f = r.fields(node, what, ['fixture', 'repo', 'commit', 'rootfs', 'version', 'format', 'kernel']);
+  const f = r.fields(node, what, ['fixture', 'repo', 'commit', 'rootfs', 'version', 'format', 'kernel', 'layers']);
   // Not guarded: with an unknown format the oscontainer is broken, so no driver check runs against a guess.
   const format = f.has('format') ? r.oneOf(f.get('format')!.value, `${what}.format`, FORMATS) : undefined;
   const formatted = <T extends OscontainerSource>(source: T): T => (format ? { ...source, format } : source);
@@ -125,10 +125,16 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
   if (f.has('commit') && !f.has('repo')) r.fail(f.get('commit')!.key, `${what}: 'commit' applies to 'repo' only`);
   if (f.has('kernel') && !f.has('fixture')) r.fail(f.get('kernel')!.key, `${what}: 'kernel' applies to 'fixture' only`);
   const unsigned = f.has('kernel') && r.oneOf(f.get('kernel')!.value, `${what}.kernel`, ['unsigned'] as const);
+  const layers = f.has('layers') ? readLayers(r, f, what, format) : undefined;
   if (f.has('fixture')) {
     const value = f.get('fixture')!.value;
     const version = r.fixtureVersion(value, r.string(value, what).replace(/^fixture:/, ''));
-    return formatted({ kind: 'build-fixture', version, ...(unsigned ? { unsignedKernel: true as const } : {}) });
+    return formatted({
+      kind: 'build-fixture',
+      version,
+      ...(unsigned ? { unsignedKernel: true as const } : {}),
+      ...(layers !== undefined ? { layers } : {}),
+    });
   }
   if (f.has('rootfs')) {
     const version = f.has('version') ? r.guard(() => r.string(f.get('version')!.value, `${what}.version`)) : undefined;
@@ -158,6 +164,30 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
     return formatted({ kind: 'build-ostree', repo, commit });
   }
   r.fail(node, `${what} needs 'fixture', 'repo' + 'commit', or 'rootfs'`);
+}
+
+/**
+ * `layers: N`: a chunked native image of a fixture version (the fixture's build says which package each file comes
+ * from; no other source does), N bins as ostree-ext's max layers: 4 to 128.
+ */
+function readLayers(
+  r: DocumentReader,
+  f: ReturnType<DocumentReader['fields']>,
+  what: string,
+  format: OscontainerFormat | undefined,
+): number {
+  const entry = f.get('layers')!;
+  if (!f.has('fixture'))
+    r.fail(
+      entry.key,
+      `${what}: 'layers' applies to 'fixture' only`,
+      "chunking groups files by package: only the fixture's build says which package each file comes from",
+    );
+  if (format !== 'native')
+    r.fail(entry.key, `${what}: 'layers' needs format: native`, 'a legacy oscontainer is one /srv/repo layer');
+  if (f.has('kernel'))
+    r.fail(entry.key, `${what}: 'layers' and 'kernel: unsigned' exclude each other`, 'drop one of them');
+  return r.integer(entry.value, `${what}.layers`, 4, 128);
 }
 
 /** A path written in the scenario that must exist now as a file or directory; resolved against the file's dir. */

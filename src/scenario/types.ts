@@ -17,7 +17,14 @@ export type { OscontainerFormat } from '../oci/format.js';
 /** A built oscontainer's `format` is `legacy` when the scenario does not say. */
 export type OscontainerSource =
   /** `unsignedKernel`: its kernel's signature removed (`kernel: unsigned`, engine/unsigned-kernel.ts). */
-  | { kind: 'build-fixture'; version: string; format?: OscontainerFormat; unsignedKernel?: true }
+  | {
+      kind: 'build-fixture';
+      version: string;
+      format?: OscontainerFormat;
+      unsignedKernel?: true;
+      /** native: chunked into this many layers (ostree-ext's max layers). */
+      layers?: number;
+    }
   | { kind: 'build-ostree'; repo: string; commit: string; format?: OscontainerFormat }
   | { kind: 'build-rootfs'; rootfs: string; version?: string; format?: OscontainerFormat }
   /** Built by podman from a Containerfile `FROM $BASE`, BASE being oscontainer `from` (scenario/derived-section.ts). */

@@ -74,6 +74,13 @@ export interface StepRuntime {
    * merge commit, so its booted commit is not the image's); undefined for legacy oscontainers and images.
    */
   digestOf(name: string): string | undefined;
+  /** The layers of oscontainer `name` (digests, manifest order) when devpivot built it; else undefined. */
+  layersOf(name: string): readonly string[] | undefined;
+  /**
+   * The blobs (digests) `node` fetched whole from the embedded registry on its own port since its last `up`,
+   * pivot or upgrade request, in order.
+   */
+  fetched(node: string): readonly string[];
   /** Every boot a node reported (`guest.booted`), oldest first. */
   boots(node: string): readonly { version: string; commit: string; image?: string }[];
   /** Every failure a node reported (`guest.failure`), expected or not, oldest first. */

@@ -336,7 +336,7 @@ const malformed: [string, string, string[]][] = [
     [
       "3:5: unknown key 'vcpu' in node 'n' (did you mean 'vcpus'?)",
       "6:5: unknown step 'wiat' (did you mean 'wait'?)",
-      "7:13: assert needs 'booted', 'reboots' or 'failed'",
+      "7:13: assert needs 'booted', 'reboots', 'failed' or 'fetched'",
     ],
   ],
   [

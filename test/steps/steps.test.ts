@@ -122,6 +122,8 @@ function recordingRuntime(
     commits?: Record<string, string>;
     digests?: Record<string, string>;
     ssh?: SshResult[];
+    layers?: Record<string, string[]>;
+    fetched?: Record<string, string[]>;
   } = {},
 ) {
   const calls: string[] = [];
@@ -156,6 +158,8 @@ function recordingRuntime(
     },
     commitOf: (name) => world.commits?.[name],
     digestOf: (name) => world.digests?.[name],
+    layersOf: (name) => world.layers?.[name],
+    fetched: (node) => world.fetched?.[node] ?? [],
     boots: () => [
       { version: '1', commit: 'a'.repeat(64), image: `fixture.invalid/os@sha256:${'a'.repeat(64)}` },
       { version: '2', commit: 'b'.repeat(64), image: `10.0.2.2:5000/devpivot/v2@sha256:${'d'.repeat(64)}` },
@@ -375,4 +379,15 @@ test('a download-only upgrade and its finalize hand their requests to the runtim
   t.deepEqual(calls, ['requestUpgrade n 600000 download-only', 'requestFinalize n 180000']);
   t.is(upgradeStep('n', pos, undefined, true).label, 'upgrade n download only');
   t.is(finalizeStep('n', pos, 60_000).label, 'finalize n within 1m');
+});
+
+test('assert fetched: counts the image layers the node fetched since its last request, names them when wrong', async (t) => {
+  const layers = { v2: ['sha256:aaaaaaaaaaaa1', 'sha256:bbbbbbbbbbbb2', 'sha256:cccccccccccc3'] };
+  const ok = recordingRuntime({ layers, fetched: { n: ['sha256:cccccccccccc3', 'sha256:other'] } });
+  await t.notThrowsAsync(runStep(assertStep({ node: 'n', fetched: 'v2', layers: 1, pos }), ok.runtime));
+  const all = recordingRuntime({ layers, fetched: { n: [...layers.v2] } });
+  const error = await t.throwsAsync(runStep(assertStep({ node: 'n', fetched: 'v2', layers: 1, pos }), all.runtime));
+  t.is(error?.message, "n fetched 3 of v2's 3 layers, expected 1 (aaaaaaaaaaaa, bbbbbbbbbbbb, cccccccccccc)");
+  const unknown = await t.throwsAsync(runStep(assertStep({ node: 'n', fetched: 'v9', layers: 0, pos }), ok.runtime));
+  t.regex(unknown?.message ?? '', /the layers of 'v9' are unknown/);
 });
