@@ -228,6 +228,11 @@ export class EngineRuntime implements StepRuntime {
     const result = await this.#requestAsRoot(node, script, timeoutMs, what, ({ output }) =>
       output.includes(REBOOT_MARKER),
     );
+    // What the tool printed (over ssh, so not on the console): one log line each, as a real MCD logs it.
+    for (const line of result.output.split('\n')) {
+      if (line.trim() && !line.startsWith('devpivot: '))
+        this.watches.bus.emit({ kind: 'log', level: 'info', source: node, message: line.trimEnd() });
+    }
     // The reboot it asked for may end the connection before ssh reports the status.
     if (result.output.includes(REBOOT_MARKER)) {
       this.staged?.rebootRequested(node);

@@ -9,6 +9,12 @@ test.serial('chunked-update: v1 chunked, then v2 chunked fetches only the 2 chan
     run.steps.join('\n'),
   );
   t.deepEqual(bootedVersions(run.events), ['1', '1', '2']);
+  // bootc's own count, from what the pivot step's request printed (logged per line)
+  const said = run.events.flatMap((e) => (e.kind === 'log' && e.source === 'node1' ? [e.message] : []));
+  t.true(
+    said.some((line) => /^layers already present: 7; layers needed: 2 \(\d/.test(line)),
+    said.join('\n'),
+  );
   // From the registry's own log: the blobs node1 fetched after the pivot request to v2c, whole.
   const pushed = run.events.filter((e) => e.kind === 'image.pushed');
   t.is(pushed.length, 2);
