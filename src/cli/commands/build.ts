@@ -60,7 +60,7 @@ export const command: Command = {
         'gzip level (default 6); chunks that do not compress (zlib objects) are stored; native: objects the ' +
         'repo already compressed are kept as they are',
     },
-    json: { type: 'boolean', description: 'Print {format, digest, pinned, commit, version, layer} as JSON' },
+    json: { type: 'boolean', description: 'Print {format, digest, pinned, commit, version, layer, layers} as JSON' },
     containerfile: {
       type: 'string',
       valueName: 'FILE',
