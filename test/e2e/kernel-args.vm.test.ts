@@ -10,6 +10,11 @@
  * checked by rootless-pivot, and its Ctrl-C test is in cli/exit-codes.vm) and e2e/guest-network.vm.test.ts (one
  * more `ssh` step: the pull worked through devpivot's filter, while another port of the host's loopback is
  * refused to the guest and named). Nothing leaves 127.0.0.1.
+ *
+ * And the installer's override knob (this was os-image.vm.test.ts): the scenario runs as `devpivot up FILE
+ * --os-image 127.0.0.1:PORT/…@sha256:…` (osImageURLOverride), its pivot target replaced by that image. The image lives
+ * in another registry on the host's loopback, which the guest cannot reach as written: devpivot pulls it into the
+ * embedded registry and the guest pivots to it there, by the same digest.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -17,6 +22,8 @@ import { join } from 'node:path';
 import test from 'ava';
 import type { EventOf, Stamped } from '../../src/core/events.js';
 import { loadFixture } from '../../src/fixture/fixture.js';
+import { buildAndPush } from '../../src/oscontainer/index.js';
+import { startRegistry } from '../../src/registry/index.js';
 import { repoRoot } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp.js';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
@@ -27,10 +34,20 @@ const glog = (level: string, file: string, text: string) =>
   new RegExp(`pivot\\[\\d+\\]: ${level}\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} +\\d+ ${file}\\] ${text}`);
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
-test('kernel-args: the whitelisted argument reaches the new deployment, the other is refused', async (t) => {
+test('kernel-args: the whitelisted argument reaches the new deployment, the other is refused; up --os-image pivots to the given pullspec, by its digest', async (t) => {
   t.timeout(25 * 60_000);
   const fixture = await loadFixture();
   const commitOf = (version: string) => fixture.versions.find((entry) => entry.version === version)!.commit;
+  // (os-image) fixture v2 in another registry on the host's loopback, named by its digest there
+  const dir = tempDir('devpivot-kernel-args-e2e-', t);
+  const otherRegistry = await startRegistry({ storage: join(dir, 'registry') });
+  t.teardown(() => otherRegistry.stop());
+  const image = await buildAndPush({
+    repo: fixture.repo,
+    commit: commitOf('2'),
+    target: `${otherRegistry.address}/os/fixture:v2`,
+  });
+  const digest = image.pinned.slice(image.pinned.indexOf('@') + 1);
   // Another port of the host's loopback, which the guest must not reach (guests reach only the registry).
   let connections = 0;
   const other = createServer((socket) => {
@@ -44,18 +61,20 @@ test('kernel-args: the whitelisted argument reaches the new deployment, the othe
   // The shipped scenario, its steps ending with the v2 checks, and one more step: the guest tries that port.
   const shipped = readFileSync(`${repoRoot}scenarios/kernel-args.yaml`, 'utf8');
   t.regex(shipped, /\n {2}- wait: 10s\n$/, 'the shipped steps end the file');
-  const file = join(tempDir('devpivot-kernel-args-e2e-', t), 'kernel-args.yaml');
+  const file = join(dir, 'kernel-args.yaml');
   const nc = `busybox nc -w 5 10.0.2.2 ${port} </dev/null 2>&1; echo rc=$?`;
   writeFileSync(file, `${shipped}  - ssh: { run: "${nc}", expect: 'rc=[1-9]', within: 3m }\n`);
 
-  const run = await runScenarioCli('kernel-args', { file });
+  const run = await runScenarioCli('kernel-args', { command: ['up', file, '--os-image', image.pinned] });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.deepEqual(bootedVersions(run.events), ['1', '2']);
   // (old-to-new) the pivot's phases as devpivot reports them, and the layer pulled in full
   const phases = run.events.flatMap((e) => (e.kind === 'guest.pivot' ? [e.phase] : []));
   t.deepEqual(phases, ['pulling', 'staging', 'staged', 'rebooting']);
   t.true(
-    run.events.some((e) => e.kind === 'blob.progress' && e.sent === e.total && e.total > 1_000_000),
+    run.events.some(
+      (e) => e.kind === 'blob.progress' && e.node === 'node1' && e.sent === e.total && e.total > 1_000_000,
+    ),
     'the layer was pulled through the filter',
   );
   // (guest-network) nothing reached the other port, and the run names the blocked destination once
@@ -92,7 +111,10 @@ test('kernel-args: the whitelisted argument reaches the new deployment, the othe
   // Boot 1: Ignition, then systemd runs the units it wrote (the report, enabled through 20-ignition.preset, and the
   // MCS's mcd-write-pivot-reboot.service); pivot compares the booted origin, pulls, stages, reboots.
   const target = run.events.find((e): e is Stamped<EventOf<'guest.pivot'>> => e.kind === 'guest.pivot')?.target ?? '';
-  t.regex(target, /^10\.0\.2\.2:\d+\/devpivot\/fixture-2@sha256:[0-9a-f]{64}$/);
+  // (os-image) the target is the given image, in the embedded registry, by the same digest
+  for (const e of run.events)
+    if (e.kind === 'guest.pivot') t.regex(e.target, new RegExp(`^10\\.0\\.2\\.2:\\d+/devpivot/os/fixture@${digest}$`));
+  t.regex(target, new RegExp(`^10\\.0\\.2\\.2:\\d+/devpivot/os/fixture@${digest}$`));
   const bootImage = `fixture.invalid/fixture-coreos@sha256:${commitOf('1')}`;
   const ignitionDone = find(/Reached target ignition-complete\.target - Ignition Complete\./);
   find(/systemd\[1\]: Detected first boot\./, ignitionDone);
@@ -115,6 +137,8 @@ test('kernel-args: the whitelisted argument reaches the new deployment, the othe
     run.steps.includes(`✓ ssh node1 'grep ^VERSION= /etc/os-release' =~ /VERSION="2"/ within 3m`),
     run.steps.join('\n'),
   );
+  // (os-image) the shipped steps' `booted: fixture:2` became the given pullspec
+  t.true(run.steps.includes(`✓ assert node1 booted ${image.pinned} reboots=1`), run.steps.join('\n'));
 
   // The Ignition-written /etc/issue is shown by the serial getty on both boots (and was merged into v2's /etc).
   t.true(lines.slice(0, restart).includes(MARKER), 'getty shows /etc/issue on boot 1');
