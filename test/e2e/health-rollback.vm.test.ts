@@ -1,3 +1,8 @@
+/**
+ * scenarios/health-rollback.yaml. The good node's run carries the checks of old-to-new-rpm-ostree.vm.test.ts, which
+ * booted the same v1 and made the same first-boot rebase to a native v2: legacy-booted v1 rebases to v2 by digest;
+ * the same ref again is refused by rpm-ostree.
+ */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +31,7 @@ const kinds = (events: Stamped[], node: string) =>
 const consoleOf = (events: Stamped[], node: string) =>
   events.flatMap((e) => (e.kind === 'vm.console' && e.node === node ? [e.line] : []));
 
-test('health-rollback: a bad update boots its 2 attempts, GRUB falls back to v1 and greenboot rolls back; a good one stays on v2', async (t) => {
+test('health-rollback: a bad update boots its 2 attempts, GRUB falls back to v1 and greenboot rolls back; a good one stays on v2 (legacy-booted v1 rebased to a native v2 by digest; the same ref again is refused)', async (t) => {
   t.timeout(50 * 60_000);
   const junit = join(mkdtempSync(join(tmpdir(), 'devpivot-health-')), 'junit.xml');
   const run = await runScenarioCli('health-rollback', { timeoutMs: 47 * 60_000, extraArgs: ['--junit', junit] });
@@ -63,6 +68,41 @@ test('health-rollback: a bad update boots its 2 attempts, GRUB falls back to v1 
   ])
     t.true(bad.includes(line), `bad's console lacks: ${line}`);
   t.is(run.events.filter((e) => e.kind === 'guest.failure').length, 0);
+
+  // (old-to-new-rpm-ostree) good's steps after its v2 boot, each passed
+  const goodSteps = run.steps.filter((step) => / good /.test(step));
+  t.deepEqual(goodSteps, [
+    '✓ expect good console /Importing: ostree-unverified-registry:\\S+ \\(digest: sha256:[0-9a-f]{64}\\)/ within 10m',
+    '✓ expect good booted v2 within 10m',
+    '✓ expect good health.pass within 5m',
+    '✓ assert good booted v2 reboots=1 failed=false',
+    "✓ ssh good 'sudo -n rpm-ostree status --json | jq -er '.deployments[]...' =~ /(^|\\n)sha256:[0-9a-f]{64}(\\n|$)/ within 3m",
+    '✓ pivot good to v2',
+    '✓ expect good pivot.skipped within 3m',
+    "✓ ssh good 'test ! -e /run/ostree/staged-deployment && sudo -n rpm-os...' =~ /(^|\\n)0(\\n|$)/ within 3m",
+    '✓ assert good booted v2 reboots=1 failed=false',
+  ]);
+  // The new boot names the image by its manifest digest, and its checksum is the merge commit, not v2's commit.
+  const pushed = run.events.find((e) => e.kind === 'image.pushed' && /\/devpivot\/v2@/.test(e.ref));
+  const digest = pushed && 'digest' in pushed ? pushed.digest : '';
+  t.regex(digest, /^sha256:[0-9a-f]{64}$/);
+  const goodBoots = run.events.filter((e) => e.kind === 'guest.booted' && e.node === 'good');
+  const last = goodBoots.at(-1);
+  t.regex(last && 'image' in last ? String(last.image) : '', new RegExp(`^10\\.0\\.2\\.2:\\d+/devpivot/v2@${digest}$`));
+  const first = goodBoots[0];
+  t.regex(first && 'image' in first ? String(first.image) : '', /^fixture\.invalid\/fixture-coreos@sha256:/);
+  t.not(last && 'commit' in last ? last.commit : '', '');
+  const good = consoleOf(run.events, 'good');
+  t.true(good.some((line) => line.includes(`Pulling manifest: ostree-unverified-registry:`)));
+  t.true(good.some((line) => /Staging deployment\.\.\.done/.test(line)));
+  // The same reference again: rpm-ostree refused it ("Old and new refs are equal"), once, without a failure.
+  const skipped = run.events.filter((e) => e.kind === 'guest.pivot.skipped');
+  t.deepEqual(
+    skipped.map((e) => (e.kind === 'guest.pivot.skipped' ? `${e.node} ${e.reason}` : '')),
+    ['good old and new refs are equal'],
+  );
+  const staged = run.events.filter((e) => e.kind === 'guest.pivot' && e.node === 'good' && e.phase === 'staged');
+  t.is(staged.length, 1, 'only the first rebase staged');
   // The JUnit report names the failed check on the bad node's testcase.
   t.regex(readFileSync(junit, 'utf8'), /health check failed: 10_failing_check\.sh/);
   t.deepEqual(leftoverDomains('health-rollback'), []);

@@ -1,7 +1,14 @@
+/**
+ * scenarios/rollback.yaml. The same run carries the checks of two files that booted the same v1 and made the same
+ * first update: etc-merge.vm.test.ts (rpm: ostree's three-way /etc merge across the rebase, /usr/etc holding v2's
+ * default of the file edited locally) and old-to-new-bootc.vm.test.ts (bc: the first-boot `bootc switch` to a
+ * native v2, its console lines and progress events, the boot identified by the image digest; a switch to the image
+ * it runs stages nothing).
+ */
 import test from 'ava';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
-test('rollback: rpm-ostree rollback and bootc rollback boot the previous deployment again, pulling nothing, each with its /etc; a bootc switch to the booted image is skipped', async (t) => {
+test("rollback: rpm-ostree rollback and bootc rollback boot the previous deployment again, pulling nothing, each with its /etc; ostree's three-way /etc merge keeps local edits and new files, takes the new default of an untouched file; legacy-booted v1 bootc-switches to a native v2; a bootc switch to the booted image is skipped", async (t) => {
   t.timeout(65 * 60_000);
   const run = await runScenarioCli('rollback', { timeoutMs: 62 * 60_000 });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
@@ -29,5 +36,64 @@ test('rollback: rpm-ostree rollback and bootc rollback boot the previous deploym
   // count says (3: v2, v3, the rollback).
   t.is(run.events.filter((e) => e.kind === 'guest.pivot' && e.node === 'bc' && e.phase === 'staged').length, 1);
   t.is(run.events.filter((e) => e.kind === 'guest.failure').length, 0);
+
+  // (etc-merge) the /etc merge across rpm's rebase, /usr/etc/fixture/both.conf being v2's new default
+  t.true(
+    run.steps.some((step) => step.startsWith('✓ ssh rpm') && step.includes('/usr/etc/fixture/both.conf')),
+    run.steps.join('\n'),
+  );
+  // (old-to-new-bootc) bc's first boot: bootc switch to v2, which it imported in full, then queued and rebooted into
+  t.true(
+    run.steps.includes('✓ expect bc console /layers already present: 0; layers needed: 1 \\(/ within 25m'),
+    run.steps.join('\n'),
+  );
+  t.true(run.steps.some((step) => step.startsWith("✓ ssh bc 'test ! -e /run/ostree/staged-deployment")));
+  const pushed = run.events.find((e) => e.kind === 'image.pushed' && /\/devpivot\/v2@/.test(e.ref));
+  const digest = pushed && 'digest' in pushed ? pushed.digest : '';
+  t.regex(digest, /^sha256:[0-9a-f]{64}$/);
+  const bc = run.events.filter((e) => 'node' in e && e.node === 'bc');
+  const bcBoots = bc.flatMap((e, i) => (e.kind === 'guest.booted' ? [i] : []));
+  const v2Boot = bc[bcBoots[1]!];
+  t.regex(
+    v2Boot && 'image' in v2Boot ? String(v2Boot.image) : '',
+    new RegExp(`^10\\.0\\.2\\.2:\\d+/devpivot/v2@${digest}$`),
+  );
+  const firstBoot = bc.slice(0, bcBoots[1]);
+  const console = firstBoot.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
+  t.true(console.some((line) => /Queued for next boot: 10\.0\.2\.2:\d+\/devpivot\/v2@sha256:/.test(line)));
+  t.true(console.some((line) => line.includes(`  Digest: ${digest}`)));
+  // bootc's own progress (--progress-fd on the unit's FIFO, relayed to the console): byte updates during the
+  // copy (steps 0, bytes growing), then the required events: the layer fetched, the import, the staging's steps,
+  // in that order (progress_jsonl.rs events through guest.progress). The last byte update may already carry every
+  // byte (the copy finished, the layer not imported yet): it is still steps 0.
+  const progress = firstBoot.filter(
+    (e): e is Extract<typeof e, { kind: 'guest.progress' }> => e.kind === 'guest.progress' && e.tool === 'bootc',
+  );
+  const fetched = progress.findIndex((e) => e.task === 'pulling' && e.steps === 1);
+  t.true(fetched > 0, 'byte updates come before the layer fetched');
+  const updates = progress.slice(0, fetched);
+  t.true(updates.every((e) => e.task === 'pulling' && e.steps === 0));
+  const bytes = updates.map((e) => e.bytes ?? -1);
+  t.deepEqual(
+    bytes,
+    [...bytes].sort((x, y) => x - y),
+    'bytes only grow',
+  );
+  t.true(bytes.every((b) => b >= 0 && b <= (updates[0]?.bytesTotal ?? 0)));
+  const layer = progress[fetched]!;
+  t.true(layer.bytes === layer.bytesTotal && (layer.bytes ?? 0) > 0 && !layer.partial);
+  t.deepEqual(
+    progress.slice(fetched).map((e) => `${e.task} ${e.steps}/${e.stepsTotal}`),
+    [
+      'pulling 1/1',
+      'importing 0/1',
+      'importing 1/1',
+      'staging 0/3',
+      'staging 1/3',
+      'staging 1/3',
+      'staging 2/3',
+      'staging 3/3',
+    ],
+  );
   t.deepEqual(leftoverDomains('rollback'), []);
 });
