@@ -4,6 +4,10 @@
  * keeps the upstream pullspec, its registries.conf.d drop-in sends the digest pull to the embedded registry, and
  * nothing reaches past the registry: no blocked destination is logged, and every upstream request came from
  * devpivot itself (through the counting proxy), each blob exactly once (the run has a store of its own).
+ *
+ * The same VM carries old-to-new-uefi.vm.test.ts's checks (it booted the same v1 and made the same legacy pivot to
+ * v2): the disk boots through OVMF on both boots, GRUB's EFI image reads the syslinux configuration as RHCOS's does,
+ * and ssh on v2 reaches the core user with the session's key while sshd refuses passwords.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -33,49 +37,65 @@ test.after.always(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-test.serial('mirror: the guest pulls quay.io/openshift-release-dev/… by digest from the embedded mirror', async (t) => {
-  const fixture = await loadFixture();
-  const v2 = fixture.versions.find((entry) => entry.version === '2')!;
-  // Straight into the upstream, not through the proxy: the proxy counts only what devpivot fetches.
-  const pushed = await buildAndPush({
-    repo: fixture.repo,
-    commit: v2.commit,
-    target: `${upstream.hostPort}/openshift-release-dev/devpivot-fixture:2`,
-  });
-  const shipped = await readFile(`${repoRoot}scenarios/mirror.yaml`, 'utf8');
-  t.regex(shipped, /upstream: http:\/\/127\.0\.0\.1:5999\n/);
-  const file = join(dir, 'mirror.yaml');
-  await writeFile(file, shipped.replace('http://127.0.0.1:5999', proxy.url));
+test.serial(
+  'mirror: the guest pulls quay.io/openshift-release-dev/… by digest from the embedded mirror; under UEFI; ssh reaches the core user',
+  async (t) => {
+    const fixture = await loadFixture();
+    const v2 = fixture.versions.find((entry) => entry.version === '2')!;
+    // Straight into the upstream, not through the proxy: the proxy counts only what devpivot fetches.
+    const pushed = await buildAndPush({
+      repo: fixture.repo,
+      commit: v2.commit,
+      target: `${upstream.hostPort}/openshift-release-dev/devpivot-fixture:2`,
+    });
+    const shipped = await readFile(`${repoRoot}scenarios/mirror.yaml`, 'utf8');
+    t.regex(shipped, /upstream: http:\/\/127\.0\.0\.1:5999\n/);
+    const file = join(dir, 'mirror.yaml');
+    await writeFile(file, shipped.replace('http://127.0.0.1:5999', proxy.url));
 
-  // A state directory of its own: the embedded registry's store starts empty, so every blob must come upstream.
-  const run = await runScenarioCli('mirror', { file, env: { DEVPIVOT_STATE_DIR: join(dir, 'state') } });
-  t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
-  t.deepEqual(bootedVersions(run.events), ['1', '2']);
-  const targets = run.events.flatMap((e) => (e.kind === 'guest.pivot' ? [e.target] : []));
-  t.true(targets.length > 0);
-  for (const target of targets) t.is(target, `quay.io/openshift-release-dev/devpivot-fixture@${pushed.digest}`);
-  // A name lookup or connection for quay.io would be blocked and logged; the kernel's own IPv6 autoconfiguration
-  // frames (all IPv6 is blocked) are no pull.
-  const blocked = run.events.filter(
-    (e) => e.kind === 'log' && /tried to reach .*: blocked/.test(e.message) && !/reach ipv6:/.test(e.message),
-  );
-  t.deepEqual(blocked, []);
-  // devpivot's `pull:` resolved the tag at the upstream (through the proxy) and fetched every blob of v2, once.
-  t.true(
-    proxy.requests.includes('GET /v2/openshift-release-dev/devpivot-fixture/manifests/2'),
-    proxy.requests.join('\n'),
-  );
-  const { manifest, blobs } = await imageBlobs(upstream.hostPort, REPOSITORY, pushed.digest);
-  const blobGets = proxy.requests.filter((r) => r.startsWith(`GET /v2/${REPOSITORY}/blobs/`));
-  t.deepEqual([...blobGets].sort(), blobs.map((digest) => `GET /v2/${REPOSITORY}/blobs/${digest}`).sort());
-  t.true(proxy.requests.every((r) => / \/v2\//.test(r)));
-  // Prefetched (the default): every layer was in the cache before the node started.
-  const started = run.events.findIndex((e) => e.kind === 'vm.started');
-  for (const layer of manifest.layers) {
-    const fetched = run.events.findIndex(
-      (e) => e.kind === 'registry.upstream' && e.what === 'blob' && e.digest === layer.digest,
+    // A state directory of its own: the embedded registry's store starts empty, so every blob must come upstream.
+    const run = await runScenarioCli('mirror', { file, env: { DEVPIVOT_STATE_DIR: join(dir, 'state') } });
+    t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
+    t.deepEqual(bootedVersions(run.events), ['1', '2']);
+    const targets = run.events.flatMap((e) => (e.kind === 'guest.pivot' ? [e.target] : []));
+    t.true(targets.length > 0);
+    for (const target of targets) t.is(target, `quay.io/openshift-release-dev/devpivot-fixture@${pushed.digest}`);
+    // A name lookup or connection for quay.io would be blocked and logged; the kernel's own IPv6 autoconfiguration
+    // frames (all IPv6 is blocked) are no pull.
+    const blocked = run.events.filter(
+      (e) => e.kind === 'log' && /tried to reach .*: blocked/.test(e.message) && !/reach ipv6:/.test(e.message),
     );
-    t.true(fetched >= 0 && fetched < started, `${layer.digest} fetched upstream before the node started`);
-  }
-  t.deepEqual(leftoverDomains('mirror'), []);
-});
+    t.deepEqual(blocked, []);
+    // devpivot's `pull:` resolved the tag at the upstream (through the proxy) and fetched every blob of v2, once.
+    t.true(
+      proxy.requests.includes('GET /v2/openshift-release-dev/devpivot-fixture/manifests/2'),
+      proxy.requests.join('\n'),
+    );
+    const { manifest, blobs } = await imageBlobs(upstream.hostPort, REPOSITORY, pushed.digest);
+    const blobGets = proxy.requests.filter((r) => r.startsWith(`GET /v2/${REPOSITORY}/blobs/`));
+    t.deepEqual([...blobGets].sort(), blobs.map((digest) => `GET /v2/${REPOSITORY}/blobs/${digest}`).sort());
+    t.true(proxy.requests.every((r) => / \/v2\//.test(r)));
+    // Prefetched (the default): every layer was in the cache before the node started.
+    const started = run.events.findIndex((e) => e.kind === 'vm.started');
+    for (const layer of manifest.layers) {
+      const fetched = run.events.findIndex(
+        (e) => e.kind === 'registry.upstream' && e.what === 'blob' && e.digest === layer.digest,
+      );
+      t.true(fetched >= 0 && fetched < started, `${layer.digest} fetched upstream before the node started`);
+    }
+    // (old-to-new-uefi) prepare, up, ignition, pulling, staged, booted, assert, then the two ssh checks on v2 (the
+    // core user Ignition created, with the session's key in authorized_keys.d; sshd refuses passwords)
+    t.is(run.steps.length, 9, run.steps.join('\n'));
+    t.true(
+      run.steps.every((step) => step.startsWith('✓ ')),
+      run.steps.join('\n'),
+    );
+    t.is(run.steps.filter((step) => step.startsWith('✓ ssh node1 ')).length, 2, run.steps.join('\n'));
+    // The kernel found UEFI firmware (OVMF is EDK II), on both boots; under BIOS it prints no such line.
+    const consoleLines = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
+    t.is(consoleLines.filter((line) => /efi: EFI v[\d.]+ by EDK II/.test(line)).length, 2);
+    // The firmware ran the fixture's GRUB EFI image, which reads the syslinux configuration as RHCOS's does.
+    t.true(consoleLines.some((line) => /fixture-grub: loading \/syslinux\/syslinux\.cfg/.test(line)));
+    t.deepEqual(leftoverDomains('mirror'), []);
+  },
+);

@@ -8,15 +8,7 @@
  */
 import test from 'ava';
 import type { FixtureVm } from '../helpers/fixture-vm.js';
-import {
-  BOOT_S,
-  booted,
-  commitOf,
-  ignitionFor,
-  PIVOT_S,
-  useFixtureRegistry,
-  withVm,
-} from './fixture-vm-common.js';
+import { BOOT_S, booted, commitOf, ignitionFor, PIVOT_S, useFixtureRegistry, withVm } from './fixture-vm-common.js';
 
 const ctx = useFixtureRegistry(test, ['2']);
 

@@ -3,7 +3,7 @@
  * comparison with the boot image's own origin, a registry the guest does not trust, an Ignition config it cannot
  * use. Power loss around the bootloader swap is in fixture-power-loss.vm.test.ts. What the end-to-end scenarios
  * check is not repeated here: the first boot and pivot line by line (e2e/kernel-args), UEFI and ssh
- * (e2e/old-to-new-uefi), the node that does not reboot (e2e/power-loss), a corrupted layer
+ * (e2e/mirror), the node that does not reboot (e2e/power-loss), a corrupted layer
  * (e2e/corrupt-oscontainer), power loss with the fixes off (e2e/ostree-3392). About 3 minutes on an idle host; the
  * domains are destroyed by exact name in `finally`.
  */
