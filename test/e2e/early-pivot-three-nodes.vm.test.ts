@@ -8,6 +8,9 @@
  * It also carries four-nodes.vm.test.ts's checks (several nodes pivoting at once from one registry, each pull
  * attributed to its node by the port it came in on), which needed four more TCG guests for the same attribution
  * code: here on three. scenarios/four-nodes.yaml stays for `bench:pivot`.
+ *
+ * And mcd-firstboot.vm.test.ts's (a node that booted the same v1 and made the same MCD firstboot update to the
+ * legacy v2): worker-0's MCD firstboot units rebase v1 to the legacy v2 of the MachineConfig, line by line.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -158,6 +161,56 @@ test.serial(
       (e) => e.kind === 'log' && /tried to reach .*: blocked/.test(e.message) && !/reach ipv6:/.test(e.message),
     );
     t.deepEqual(blocked, [], 'each node reached its own port, and nothing blocked it');
+
+    // (mcd-firstboot) worker-0's steps, then the daemon's own lines on its console
+    t.deepEqual(
+      run.steps.filter((step) => step.includes(' worker-0 ')),
+      [
+        '✓ expect worker-0 ignition within 5m',
+        '✓ expect worker-0 console /daemon.go:\\d+\\] assuming we can use container binary chroot\\(\\) to host/ within 5m',
+        '✓ expect worker-0 console /daemon.go:\\d+\\] rpm-ostree has container feature/ within 3m',
+        '✓ expect worker-0 pivot.pulling within 5m',
+        '✓ expect worker-0 pivot.staged within 12m',
+        '✓ expect worker-0 console /initiating reboot: Completing firstboot provisioning to rendered-worker-devpivot/ within 3m',
+        '✓ expect worker-0 booted v2 within 20m',
+        '✓ assert worker-0 booted v2 reboots=1 failed=false',
+        "✓ ssh worker-0 'test ! -e /etc/ignition-machine-config-encapsulated.json ...' =~ /rendered-worker-devpivot[\\s\\S]*devpivot\\.mcd=1/ within 3m",
+      ],
+    );
+    // The MCO image was pushed next to the oscontainer, and the units pulled it by digest.
+    const pushedRefs = run.events.flatMap((e) => (e.kind === 'image.pushed' ? [e.ref] : []));
+    t.true(
+      pushedRefs.some((ref) => /\/devpivot-fixture\/mco@sha256:[0-9a-f]{64}$/.test(ref)),
+      pushedRefs.join(', '),
+    );
+    const console = run.events.flatMap((e) => (e.kind === 'vm.console' && e.node === 'worker-0' ? [e.line] : []));
+    const has = (pattern: RegExp) =>
+      t.true(
+        console.some((line) => pattern.test(line)),
+        String(pattern),
+      );
+    // The daemon's own lines, in glog's format, from the re-executed copy in the host.
+    has(/I\d{4} [\d:.]+ +\d+ daemon\.go:482\] assuming we can use container binary chroot\(\) to host/);
+    has(/daemon\.go:262\] Booted osImageURL: fixture\.invalid\/fixture-coreos@sha256:[0-9a-f]{64} \(1\)/);
+    has(/rpm-ostree\.go:85\] Enabled workaround for bug 2111817/);
+    has(/update\.go:498\] Starting update from mco-empty-mc to rendered-worker-devpivot: &\{osUpdate:true kargs:true/);
+    // update() needs the kubeconfig devpivot's Ignition writes (updateKubeConfigPermission, MCO a57ca291 update.go:1669)
+    has(/update\.go:1670\] updating the permission of the kubeconfig to: 0o600/);
+    // no oc in the fixture: RunExtBackground's three tries, then the podman fallback
+    has(
+      /run\.go:19\] Running: nice -- ionice -c 3 oc image extract -v 10 --path \/:\/run\/mco-machine-os-content\/os-content-/,
+    );
+    has(/run\.go:19\] Running: nice -- ionice -c 3 podman pull -q --authfile \/var\/lib\/kubelet\/config\.json /);
+    has(/update\.go:289\] Falling back to using podman cp to fetch OS image content/);
+    has(/rpm-ostree\.go:240\] Pivoting to: 2 \([0-9a-f]{64}\)/);
+    has(
+      /Running: rpm-ostree rebase --experimental \S+\/srv\/repo:[0-9a-f]{64} --custom-origin-url pivot:\/\/\S+ --custom-origin-description Managed by machine-config-operator/,
+    );
+    has(/update\.go:1030\] Running rpm-ostree \[kargs --append=devpivot\.mcd=1\]/);
+    t.false(
+      console.some((line) => /firstboot_complete_machineconfig\.go:65\] error:/.test(line)),
+      'no retried error',
+    );
     t.deepEqual(leftoverDomains('three-nodes'), []);
   },
 );
