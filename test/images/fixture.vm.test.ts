@@ -4,7 +4,8 @@
  * use. Power loss around the bootloader swap is in fixture-power-loss.vm.test.ts. What the end-to-end scenarios
  * check is not repeated here: the first boot and pivot line by line (e2e/kernel-args), UEFI and ssh
  * (e2e/mirror), the node that does not reboot (e2e/power-loss), a corrupted layer
- * (e2e/corrupt-oscontainer), power loss with the fixes off (e2e/ostree-3392). About 3 minutes on an idle host; the
+ * (e2e/corrupt-oscontainer), power loss with the fixes off (e2e/ostree-3392). The three tests boot a VM each,
+ * side by side (the first one's 15 s of watching for a pull that must not come overlaps the others' boots); the
  * domains are destroyed by exact name in `finally`.
  */
 import test from 'ava';
@@ -21,7 +22,7 @@ import {
 
 const ctx = useFixtureRegistry(test, ['2']);
 
-test.serial('a pullspec equal to the booted origin: "Already at target pivot", no pull, no reboot', async (t) => {
+test('a pullspec equal to the booted origin: "Already at target pivot", no pull, no reboot', async (t) => {
   await withVm(t, ctx, ignitionFor(ctx, bootImage(ctx)), async (vm) => {
     await vm.start();
     await vm.waitFor(glog('I', 'root.go:415', 'Already at target pivot; exiting\\.\\.\\.$'), PIVOT_S);
@@ -33,7 +34,7 @@ test.serial('a pullspec equal to the booted origin: "Already at target pivot", n
   });
 });
 
-test.serial(
+test(
   'without a registries.conf.d drop-in the plain-HTTP registry is refused (TLS is not skipped)',
   async (t) => {
     await withVm(t, ctx, ignitionFor(ctx, ctx.pinned['2']!, { trust: false }), async (vm) => {
@@ -49,7 +50,7 @@ test.serial(
   },
 );
 
-test.serial('an Ignition config the guest cannot use stops the first boot as RHCOS does', async (t) => {
+test('an Ignition config the guest cannot use stops the first boot as RHCOS does', async (t) => {
   await withVm(t, ctx, '{"ignition":{"version":"9.9.0"}}', async (vm) => {
     await vm.start();
     const failed = await vm.waitFor(/^Ignition has failed/, BOOT_S);
