@@ -8,6 +8,10 @@
  * The same VM carries old-to-new-uefi.vm.test.ts's checks (it booted the same v1 and made the same legacy pivot to
  * v2): the disk boots through OVMF on both boots, GRUB's EFI image reads the syslinux configuration as RHCOS's does,
  * and ssh on v2 reaches the core user with the session's key while sshd refuses passwords.
+ *
+ * And native-refused.vm.test.ts's (a native driver given a pulled image without the bootable label): `refused`, an
+ * rpm-ostree node given the same legacy image, is refused by the guest's rpm-ostree with ostree-ext's message, the
+ * failure carries that reason, and the node stays on v1 without a reboot.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -38,7 +42,7 @@ test.after.always(async () => {
 });
 
 test.serial(
-  'mirror: the guest pulls quay.io/openshift-release-dev/… by digest from the embedded mirror; under UEFI; ssh reaches the core user',
+  'mirror: the guest pulls quay.io/openshift-release-dev/… by digest from the embedded mirror; under UEFI; ssh reaches the core user; rpm-ostree refuses the legacy image, the failure carries the guest reason',
   async (t) => {
     const fixture = await loadFixture();
     const v2 = fixture.versions.find((entry) => entry.version === '2')!;
@@ -83,19 +87,32 @@ test.serial(
       );
       t.true(fetched >= 0 && fetched < started, `${layer.digest} fetched upstream before the node started`);
     }
-    // (old-to-new-uefi) prepare, up, ignition, pulling, staged, booted, assert, then the two ssh checks on v2 (the
-    // core user Ignition created, with the session's key in authorized_keys.d; sshd refuses passwords)
-    t.is(run.steps.length, 9, run.steps.join('\n'));
+    // (old-to-new-uefi) prepare, up, refused's failure, ignition, pulling, staged, booted, assert, then the two ssh
+    // checks on v2 (the core user Ignition created, with the session's key in authorized_keys.d; sshd refuses
+    // passwords), refused's assert
+    t.is(run.steps.length, 11, run.steps.join('\n'));
     t.true(
       run.steps.every((step) => step.startsWith('✓ ')),
       run.steps.join('\n'),
     );
     t.is(run.steps.filter((step) => step.startsWith('✓ ssh node1 ')).length, 2, run.steps.join('\n'));
     // The kernel found UEFI firmware (OVMF is EDK II), on both boots; under BIOS it prints no such line.
-    const consoleLines = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
+    const consoleLines = run.events.flatMap((e) => (e.kind === 'vm.console' && e.node === 'node1' ? [e.line] : []));
     t.is(consoleLines.filter((line) => /efi: EFI v[\d.]+ by EDK II/.test(line)).length, 2);
     // The firmware ran the fixture's GRUB EFI image, which reads the syslinux configuration as RHCOS's does.
     t.true(consoleLines.some((line) => /fixture-grub: loading \/syslinux\/syslinux\.cfg/.test(line)));
+
+    // (native-refused) refused: rpm-ostree read the manifest, refused the image before any import, and stayed on v1
+    const failures = run.events.flatMap((e) => (e.kind === 'guest.failure' ? [`${e.node} ${e.reason}`] : []));
+    t.is(failures.length, 1, failures.join('\n'));
+    t.regex(failures[0]!, /^refused .*error: .*Target image does not have ostree\.bootable label/);
+    t.deepEqual(bootedVersions(run.events, 'refused'), ['1']);
+    const refused = run.events.flatMap((e) => (e.kind === 'vm.console' && e.node === 'refused' ? [e.line] : []));
+    t.true(refused.some((line) => line.includes('Pulling manifest: ostree-unverified-registry:')));
+    t.false(
+      refused.some((line) => line.includes('Importing: ')),
+      'refused before the import',
+    );
     t.deepEqual(leftoverDomains('mirror'), []);
   },
 );

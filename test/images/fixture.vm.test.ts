@@ -34,21 +34,14 @@ test('a pullspec equal to the booted origin: "Already at target pivot", no pull,
   });
 });
 
-test(
-  'without a registries.conf.d drop-in the plain-HTTP registry is refused (TLS is not skipped)',
-  async (t) => {
-    await withVm(t, ctx, ignitionFor(ctx, ctx.pinned['2']!, { trust: false }), async (vm) => {
-      await vm.start();
-      const error = await vm.waitFor(/pivot\[\d+\]: Error: /, PIVOT_S);
-      t.regex(error.line, /HTTP response to HTTPS client/);
-      await vm.waitFor(
-        glog('W', 'run.go:40', 'podman failed: exit status 125; retrying\\.\\.\\.$'),
-        30_000,
-        error.index,
-      );
-    });
-  },
-);
+test('without a registries.conf.d drop-in the plain-HTTP registry is refused (TLS is not skipped)', async (t) => {
+  await withVm(t, ctx, ignitionFor(ctx, ctx.pinned['2']!, { trust: false }), async (vm) => {
+    await vm.start();
+    const error = await vm.waitFor(/pivot\[\d+\]: Error: /, PIVOT_S);
+    t.regex(error.line, /HTTP response to HTTPS client/);
+    await vm.waitFor(glog('W', 'run.go:40', 'podman failed: exit status 125; retrying\\.\\.\\.$'), 30_000, error.index);
+  });
+});
 
 test('an Ignition config the guest cannot use stops the first boot as RHCOS does', async (t) => {
   await withVm(t, ctx, '{"ignition":{"version":"9.9.0"}}', async (vm) => {
