@@ -72,7 +72,10 @@ test('health-rollback: a bad update boots its 2 attempts, GRUB falls back to v1 
   // (old-to-new-rpm-ostree) good's steps after its v2 boot, each passed
   const goodSteps = run.steps.filter((step) => / good /.test(step));
   t.deepEqual(goodSteps, [
+    '✓ expect good ignition within 10m',
+    '✓ expect good pivot.pulling within 10m',
     '✓ expect good console /Importing: ostree-unverified-registry:\\S+ \\(digest: sha256:[0-9a-f]{64}\\)/ within 10m',
+    '✓ expect good pivot.staged within 10m',
     '✓ expect good booted v2 within 10m',
     '✓ expect good health.pass within 5m',
     '✓ assert good booted v2 reboots=1 failed=false',
