@@ -98,9 +98,26 @@ export function runScenarioCli(
       );
       const keep = process.env.DEVPIVOT_TEST_EVENTS_DIR;
       if (keep) writeFileSync(join(keep, `${name}.ndjson`), events.map((event) => JSON.stringify(event)).join('\n'));
+      // A failed run's VMs are gone with it: the last console lines of each node go with the failure message (a
+      // flake in CI is then readable from the log).
+      if (code !== 0) stderr += consoleTails(events);
       resolve({ code, events, stderr, steps });
     });
   });
+}
+
+/** The last 40 console lines of each node, as text. */
+function consoleTails(events: Stamped[]): string {
+  const lines = new Map<string, string[]>();
+  for (const event of events) {
+    if (event.kind !== 'vm.console') continue;
+    const list = lines.get(event.node) ?? [];
+    list.push(event.line);
+    lines.set(event.node, list);
+  }
+  return [...lines]
+    .map(([node, list]) => `\n--- ${node}: last console lines ---\n${list.slice(-40).join('\n')}\n`)
+    .join('');
 }
 
 /**
