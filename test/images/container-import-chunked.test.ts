@@ -14,7 +14,7 @@ import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import { buildAndPush } from '../../src/oscontainer/index.js';
 import { type RunningRegistry, startRegistry } from '../../src/registry/server.js';
-import { repoRoot } from '../helpers/cli.js';
+import { containerImportScript } from './container-import-script.js';
 
 const exec = promisify(execFile);
 let dir: string;
@@ -90,15 +90,12 @@ test.after.always(async () => {
 
 /** ci_fetch, ci_layers, ci_import of IMAGE into REPO; what it printed and the merge commit. */
 async function importInto(repo: string, image: string) {
-  const script = [
-    `repo=${repo}`,
-    'die() { echo "error: $*" >&2; exit 1; }',
-    `skopeo() { command skopeo --registries-conf ${join(dir, 'registries.conf')} "$@"; }`,
-    `. ${join(repoRoot, 'images', 'fixture', 'guest', 'container-import.sh')}`,
-    `ci_tmp=${repo}-import`,
-    'ci_fetch "$1" && ci_check_bootable && ci_layers && echo "present=$ci_stored needed=$ci_needed" &&',
-    '  ci_import "$1" && echo "merge=$ci_merge"',
-  ].join('\n');
+  const script = containerImportScript(
+    repo,
+    join(dir, 'registries.conf'),
+    'ci_fetch "$1" && ci_check_bootable && ci_layers && echo "present=$ci_stored needed=$ci_needed" &&\n' +
+      '  ci_import "$1" && echo "merge=$ci_merge"',
+  );
   const { stdout } = await exec('busybox', ['sh', '-c', script, 'import', image]);
   return stdout;
 }

@@ -15,7 +15,7 @@ import { execa } from 'execa';
 import { buildAndPush } from '../../src/oscontainer/index.js';
 import { RegistryClient } from '../../src/oscontainer/registry-client.js';
 import { type RunningRegistry, startRegistry } from '../../src/registry/server.js';
-import { repoRoot } from '../helpers/cli.js';
+import { containerImportScript } from './container-import-script.js';
 
 const exec = promisify(execFile);
 let dir: string;
@@ -98,14 +98,11 @@ async function pushList(list: string, target: string): Promise<string> {
 async function importImage(image: string) {
   const repo = join(dir, `repo-${Math.random().toString(36).slice(2)}`);
   ostree(repo, 'init', '--mode=bare');
-  const script = [
-    `repo=${repo}`,
-    'die() { echo "error: $*" >&2; exit 1; }',
-    `skopeo() { command skopeo --registries-conf ${join(dir, 'registries.conf')} "$@"; }`,
-    `. ${join(repoRoot, 'images', 'fixture', 'guest', 'container-import.sh')}`,
-    `ci_tmp=${repo}-import`,
+  const script = containerImportScript(
+    repo,
+    join(dir, 'registries.conf'),
     'ci_fetch "$1" && ci_check_bootable && ci_import "$1" && echo "$ci_digest $ci_merge $ci_base"',
-  ].join('\n');
+  );
   try {
     const { stdout, stderr } = await exec('busybox', ['sh', '-c', script, 'import', image]);
     const [digest, merge, base] = stdout.trim().split(' ');

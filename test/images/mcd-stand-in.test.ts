@@ -467,13 +467,23 @@ async function withPodman(fn: (dir: string, podman: string, pullspec: string) =>
   }
 }
 
-/** busybox's argv for the MCD's `podman run` of the MCO image (the firstboot unit's flags) with ARGS. */
-const mcdRun = (podman: string, host: string, pullspec: string, ...args: string[]) => [
+/**
+ * busybox's argv for one of the firstboot unit's two `podman run`s of the MCO image with ARGS (the second adds
+ * --pid=host: src/ignition/mcd-fragment.ts).
+ */
+const mcdRun = (
+  podman: string,
+  host: string,
+  pullspec: string,
+  args: string[],
+  options: { pidHost?: boolean } = {},
+) => [
   'sh',
   podman,
   'run',
   '--rm',
   '--privileged',
+  ...(options.pidHost ? ['--pid=host'] : []),
   '--net=host',
   '-v',
   `${host}:/rootfs`,
@@ -490,7 +500,7 @@ test.serial('podman run: the MCO image runs its entrypoint chrooted, with the bi
     await writeFile(join(host, 'marker'), 'from the host\n');
     const run = await exec(
       'busybox',
-      mcdRun(podman, host, pullspec, 'firstboot-complete-machineconfig', '--maybe-persist-nics'),
+      mcdRun(podman, host, pullspec, ['firstboot-complete-machineconfig', '--maybe-persist-nics']),
     );
     // podman's own pull progress (the image was not pulled before), then nothing: PersistNetworkInterfaces returns
     // nil silently on a host that is neither RHEL 8 nor 9 (daemon.go:1693-1697).
@@ -509,7 +519,7 @@ test.serial('podman run: the MCO image runs its entrypoint chrooted, with the bi
       ],
     );
     // the entrypoint does run, chrooted in the image: its refusal of an unknown command
-    const refused = await exec('busybox', mcdRun(podman, host, pullspec, 'frob')).catch(
+    const refused = await exec('busybox', mcdRun(podman, host, pullspec, ['frob'])).catch(
       (e: { code: number; stderr: string }) => e,
     );
     t.is((refused as { code: number }).code, 1);
@@ -533,21 +543,7 @@ test.serial('the MCD re-executes itself in the root bound at /rootfs (copied to 
       await exec('ln', ['-s', 'busybox', join(host, 'bin', applet)]);
     const child = spawn(
       'busybox',
-      [
-        'sh',
-        podman,
-        'run',
-        '--rm',
-        '--privileged',
-        '--pid=host',
-        '--net=host',
-        '-v',
-        `${host}:/rootfs`,
-        '--entrypoint',
-        'machine-config-daemon',
-        pullspec,
-        'firstboot-complete-machineconfig',
-      ],
+      mcdRun(podman, host, pullspec, ['firstboot-complete-machineconfig'], { pidHost: true }),
       { detached: true },
     );
     let stderr = '';

@@ -57,10 +57,3 @@ test('many components: each in exactly one of at most N bins, outliers alone, ma
   t.is(binName(tinyBin), '10 components');
   t.is(binName([component('a-1', 1), component('b-1', 1)]), 'a-1 and b-1');
 });
-
-test('the packing is a function of its input: equal components give equal bins, whatever their first order', (t) => {
-  const list = Array.from({ length: 20 }, (_, i) => component(`pkg${i}-1`, 100_000 + (i % 7) * 5_000));
-  const names = (bins: Component[][]) => bins.map((bin) => bin.map((c) => c.identifier).join(','));
-  const sorted = (l: Component[]) => [...l].sort((a, b) => b.size - a.size || (a.identifier < b.identifier ? -1 : 1));
-  t.deepEqual(names(basicPacking(sorted(list), 8)), names(basicPacking(sorted([...list].reverse()), 8)));
-});
