@@ -5,7 +5,7 @@
 import type { EventBus } from '../core/bus.js';
 import { DevpivotError, ExitCode } from '../core/errors.js';
 import type { Scenario } from '../scenario/types.js';
-import { expectsFailureOn, runStep, type Step } from '../steps/index.js';
+import { expectsFailureOn, nodesOf, runStep, type Step } from '../steps/index.js';
 import { formatDuration } from '../steps/units.js';
 import { cleanupRun, releaseWorld, removeNodes } from './cleanup.js';
 import type { Deps } from './deps.js';
@@ -167,7 +167,8 @@ class Engine {
       if (!prepared) exitCode = this.interruption() ?? this.setupExitCode ?? ExitCode.usage;
       for (let i = 0; prepared && i < this.scenario.steps.length; i++) {
         const step = this.scenario.steps[i]!;
-        if (!(await this.step(steps[i + 1]!, () => this.execute(step)))) {
+        const later = this.scenario.steps.slice(i + 1);
+        if (!(await this.step(steps[i + 1]!, () => this.execute(step, later)))) {
           exitCode = this.interruption() ?? ExitCode.failure;
           break;
         }
@@ -243,8 +244,16 @@ class Engine {
     return typeof keep === 'function' ? keep() : Boolean(keep);
   }
 
-  /** A scenario step: fail fast on a failure that came before it, then its definition's run. */
-  async execute(step: Step): Promise<void> {
+  /**
+   * A scenario step: fail fast on a failure that came before it, then its definition's run. A failure of a node
+   * that a `later` step expects to fail waits for that step, unless this step waits on that node for something
+   * its log does not have.
+   */
+  async execute(step: Step, later: readonly Step[]): Promise<void> {
+    const about = new Set(nodesOf(step));
+    if ('node' in step && typeof step.node === 'string') about.add(step.node);
+    this.watches.about = about;
+    this.watches.deferred = new Set(later.flatMap((next) => expectsFailureOn(next) ?? []));
     this.watches.checkFailures(expectsFailureOn(step));
     await runStep(step, this.runtime);
   }

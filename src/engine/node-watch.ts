@@ -97,12 +97,22 @@ export class NodeWatches {
   }
 
   /**
-   * Fail fast: a failure marker on any node fails the running step at once, unless this step expects exactly
-   * that node to fail (it consumes the failure).
+   * Nodes whose failure a later step of the scenario expects, and the nodes the running step is about (both set by
+   * the engine before each step): a pending failure of a deferred node waits for the step that expects it instead
+   * of failing the running one, unless the running step waits for something of that node that is not in its log.
    */
-  checkFailures(expectingFailureOn?: string): void {
+  deferred: ReadonlySet<string> = new Set();
+  about: ReadonlySet<string> = new Set();
+
+  /**
+   * Fail fast: a failure marker on any node fails the running step at once, unless this step expects exactly
+   * that node to fail (it consumes the failure) or a later step does (`deferred`; but a wait of this step on that
+   * very node, `waiting`, fails: what it waits for will not come).
+   */
+  checkFailures(expectingFailureOn?: string, waiting = false): void {
     for (const watch of this.#byName.values()) {
-      if (watch.def.name === expectingFailureOn) continue;
+      const name = watch.def.name;
+      if (name === expectingFailureOn || (this.deferred.has(name) && !(waiting && this.about.has(name)))) continue;
       const failure = watch.failures.find((entry) => entry.state === 'pending');
       if (failure) {
         failure.state = 'fatal';
@@ -146,7 +156,7 @@ export class NodeWatches {
               return;
             }
           }
-          this.checkFailures(options.expectFailureOn);
+          this.checkFailures(options.expectFailureOn, true);
         } catch (error) {
           finish(() => reject(error));
         }
@@ -159,7 +169,7 @@ export class NodeWatches {
           finish(() =>
             options.timeoutOk
               ? resolve(undefined)
-              : reject(new StepFailure(`${what}: not seen within ${formatDuration(ms)}`)),
+              : reject(new StepFailure(`${what}: not seen within ${formatDuration(ms)}${failedMeanwhile(watch)}`)),
           ),
         ms,
       );
@@ -167,4 +177,10 @@ export class NodeWatches {
       check();
     });
   }
+}
+
+/** `; node1 failed: REASON` for a node whose failure waits for a later step: why what the step waited for never came. */
+function failedMeanwhile(watch: NodeWatch | undefined): string {
+  const pending = watch?.failures.find((entry) => entry.state === 'pending');
+  return pending ? `; ${watch!.def.name} failed: ${pending.event.reason}` : '';
 }

@@ -7,10 +7,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * - `slowBytesPerSecond`: throttle each blob GET body to about this rate (undefined or 0 = full speed).
  * - `corruptBlobs`: GET of *layer* blobs (never manifests or configs) serves content with flipped bytes but the
  *   same length, so clients fail digest verification as with a corrupted image on a real registry.
+ * - `corruptBlobsFor`: the same, only for requests on these nodes' own ports (one node's mirror is corrupt, the
+ *   others' are not).
  */
 export interface RegistryFaults {
   slowBytesPerSecond?: number;
   corruptBlobs?: boolean;
+  corruptBlobsFor?: Set<string>;
+}
+
+/** Whether `corruptBlobs` or `corruptBlobsFor` applies to a request made by `node` (undefined: the main port). */
+export function corruptsFor(faults: RegistryFaults, node: string | undefined): boolean {
+  return faults.corruptBlobs === true || (node !== undefined && faults.corruptBlobsFor?.has(node) === true);
 }
 
 /** How often a blob response reports progress (plus one final report at the end). */

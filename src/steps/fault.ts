@@ -1,4 +1,7 @@
-/** `- fault: { registry: down | up | corrupt-blob | slow | clear, rate }`: make the embedded registry misbehave. */
+/**
+ * `- fault: { registry: down | up | corrupt-blob | slow | clear, rate, node }`: make the embedded registry misbehave.
+ * `node` (corrupt-blob only) corrupts what that node's own port serves, not the other nodes'.
+ */
 import { DevpivotError } from '../core/errors.js';
 import type { StepBase, StepDefinition } from './definition.js';
 import type { Position, StepReader, StepSource } from './reader.js';
@@ -15,14 +18,22 @@ export interface FaultStep extends StepBase {
   registry: RegistryFault;
   /** For `slow`. */
   bytesPerSecond?: number;
+  /** For `corrupt-blob`: only this node's port serves corrupted layers. */
+  node?: string;
 }
 
-/** Label `fault registry down`, or `fault registry slow 1MiB/s` with the rate as the scenario wrote it. */
+/**
+ * Label `fault registry down`, `fault registry slow 1MiB/s` with the rate as the scenario wrote it, or
+ * `fault registry corrupt-blob for node1`.
+ */
 export function faultStep(
   registry: RegistryFault,
   pos: Position,
   rate?: { bytesPerSecond: number; text: string },
+  node?: string,
 ): FaultStep {
+  if (node !== undefined)
+    return { kind: 'fault', registry, node, pos, label: `fault registry ${registry} for ${node}` };
   if (rate)
     return {
       kind: 'fault',
@@ -35,7 +46,7 @@ export function faultStep(
 }
 
 export const fault: StepDefinition<FaultStep> = {
-  schema: { keys: ['registry', 'rate'], required: ['registry'], nodes: 'any' },
+  schema: { keys: ['registry', 'rate', 'node'], required: ['registry'], nodes: 'any' },
   parse({ body, pos }: StepSource, read: StepReader) {
     const f = read.fields(body, 'fault', fault.schema.keys, fault.schema.required);
     const registry = read.oneOf(f.get('registry')!.value, 'fault.registry', REGISTRY_FAULTS);
@@ -45,6 +56,8 @@ export const fault: StepDefinition<FaultStep> = {
         `'fault: { registry: ${registry} }' needs the embedded registry; this scenario uses an external one`,
         "remove 'registry:' from the scenario to use the embedded one",
       );
+    if (f.has('node') && registry !== 'corrupt-blob')
+      read.fail(f.get('node')!.key, "'node' only applies to 'registry: corrupt-blob'");
     if (registry === 'slow') {
       const raw = f.get('rate')?.value;
       const text = read.scalarText(raw)?.replace(/\/s$/, '') ?? '1MiB';
@@ -54,6 +67,7 @@ export const fault: StepDefinition<FaultStep> = {
       return faultStep(registry, pos, { bytesPerSecond, text });
     }
     if (f.has('rate')) read.fail(f.get('rate')!.key, "'rate' only applies to 'registry: slow'");
+    if (f.has('node')) return faultStep(registry, pos, undefined, read.node(f.get('node')!.value, body));
     return faultStep(registry, pos);
   },
   async run(step, runtime) {
@@ -70,13 +84,15 @@ export const fault: StepDefinition<FaultStep> = {
         await registry.start();
         return;
       case 'corrupt-blob':
-        registry.faults.corruptBlobs = true;
+        if (step.node === undefined) registry.faults.corruptBlobs = true;
+        else registry.faults.corruptBlobsFor = new Set([...(registry.faults.corruptBlobsFor ?? []), step.node]);
         return;
       case 'slow':
         registry.faults.slowBytesPerSecond = step.bytesPerSecond!;
         return;
       case 'clear':
         delete registry.faults.corruptBlobs;
+        delete registry.faults.corruptBlobsFor;
         delete registry.faults.slowBytesPerSecond;
         return;
       default:

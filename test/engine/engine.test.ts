@@ -262,6 +262,70 @@ steps:
   t.deepEqual(result.nodes[0]!.failures, [{ reason: 'pull failed: digest mismatch', expected: true }]);
 });
 
+const CORRUPT_ONE_OF_TWO = `nodes:
+  good: { pivot: fixture:2 }
+  bad: { pivot: fixture:2 }
+steps:
+  - fault: { registry: corrupt-blob, node: bad }
+  - up
+  - expect: { node: good, booted: fixture:2, within: 3s }
+  - STEP
+  - expect: { node: bad, event: failure, match: digest, within: 2s }
+  - assert: { node: bad, booted: fixture:1, reboots: 0, failed: true }
+  - assert: { node: good, booted: fixture:2, failed: false }
+`;
+
+test('corrupt-blob for one node: only its pull fails; its failure waits for the later step that expects it', async (t) => {
+  // The bad node fails long before the steps about the good node end: a later step expects that failure, so the
+  // steps in between are not failed by it.
+  const { result, steps } = await runText(CORRUPT_ONE_OF_TWO.replace('STEP', 'wait: 50ms'), { tick: 5 });
+  t.true(result.ok, steps.join('\n'));
+  t.deepEqual(
+    result.nodes.map((node) => [node.name, node.failures]),
+    [
+      ['good', []],
+      ['bad', [{ reason: 'pull failed: digest mismatch', expected: true }]],
+    ],
+  );
+  t.true(steps.includes('✓ fault registry corrupt-blob for bad'), steps.join('\n'));
+});
+
+test('steps about a node that failed meanwhile pass on what its log already has, before the step that expects the failure', async (t) => {
+  const { result, steps } = await runText(
+    CORRUPT_ONE_OF_TWO.replace('STEP', 'expect: { node: bad, event: pivot.pulling, within: 1m }'),
+    {
+      tick: 5,
+    },
+  );
+  t.true(result.ok, steps.join('\n'));
+  t.true(steps.includes('✓ expect bad pivot.pulling within 1m'), steps.join('\n'));
+});
+
+test('a failure a later step expects still fails a step about that node at once', async (t) => {
+  const started = Date.now();
+  const { result, steps } = await runText(
+    CORRUPT_ONE_OF_TWO.replace('STEP', 'expect: { node: bad, booted: fixture:2, within: 1m }'),
+    { tick: 5 },
+  );
+  t.false(result.ok);
+  t.regex(steps.at(-1)!, /^✗ expect bad booted fixture:2 within 1m: node bad failed: pull failed: digest mismatch/);
+  t.true(Date.now() - started < 3000, 'at once, not at the deadline');
+});
+
+test('a failure no later step expects fails the running step at once', async (t) => {
+  const { result, steps } = await runText(
+    CORRUPT_ONE_OF_TWO.replace('STEP', 'wait: 1m')
+      .replace(/ {2}- expect: \{ node: bad, event: failure.*\n/, '')
+      .replace(/ {2}- assert: \{ node: bad.*\n/, ''),
+    { tick: 5 },
+  );
+  t.false(result.ok);
+  t.regex(
+    steps.at(-1)!,
+    /^✗ (expect good booted fixture:2 within 3s|wait 1m): node bad failed: pull failed: digest mismatch/,
+  );
+});
+
 test('registry outage: down during the pull, up again, the guest retries and the pivot completes', async (t) => {
   const { result, steps, world } = await runText(
     `nodes:

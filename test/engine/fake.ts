@@ -1,6 +1,7 @@
 import { EventBus } from '../../src/core/bus.js';
 import type { Deps, FixtureArtifacts, IgnitionRequest, RegistryHandle } from '../../src/engine/deps.js';
 import { type RunResult, runScenario } from '../../src/engine/engine.js';
+import { corruptsFor } from '../../src/registry/blob-stream.js';
 import { localEnvironment, type ScenarioEnvironment } from '../../src/scenario/environment.js';
 import { parseScenario } from '../../src/scenario/parse.js';
 import type { NodeSpec, VmHost, VmNode } from '../../src/vm/host.js';
@@ -135,7 +136,7 @@ export class FakeNode implements VmNode {
         return;
       }
     }
-    if (registry?.faults.corruptBlobs) {
+    if (registry && corruptsFor(registry.faults, this.spec.name)) {
       report({ event: 'failed', reason: 'pull failed: digest mismatch' });
       return;
     }

@@ -100,3 +100,39 @@ test('node ports go down and come up with the registry (fault: down / up)', asyn
     await r.close();
   }
 });
+
+test("corrupt-blob for one node (fault: { registry: corrupt-blob, node }): skopeo on that node's port fails the digest check, on the other's it copies the image", async (t) => {
+  const r = await startTestRegistry();
+  const work = await tempDir('devpivot-node-corrupt-');
+  try {
+    const image = makeImage([300_000]);
+    await pushImage(r.url, 'nodes/os', image, 'v1');
+    const portA = await r.registry.addNodePort('node-a');
+    const portB = await r.registry.addNodePort('node-b');
+    r.registry.faults.corruptBlobsFor = new Set(['node-a']);
+    const copy = (port: number, to: string) =>
+      run(
+        'skopeo',
+        [
+          '--insecure-policy',
+          'copy',
+          '--src-tls-verify=false',
+          `docker://127.0.0.1:${port}/nodes/os:v1`,
+          `dir:${join(work, to)}`,
+        ],
+        120_000,
+      );
+    const [a, b] = await Promise.all([copy(portA, 'a'), copy(portB, 'b')]);
+    t.not(a.code, 0, 'the corrupted node fails');
+    t.regex(a.stderr, /[Dd]igest did not match/, a.stderr);
+    t.is(b.code, 0, b.stderr);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const layer = image.layers[0]!.digest;
+    const corrupted = requests(r.events).filter((e) => e.corrupted === true);
+    t.true(corrupted.length > 0);
+    t.true(corrupted.every((e) => e.node === 'node-a' && e.path.endsWith(layer)));
+  } finally {
+    await r.close();
+    await rm(work, { recursive: true, force: true });
+  }
+});

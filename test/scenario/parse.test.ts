@@ -246,6 +246,16 @@ const malformed: [string, string, string[]][] = [
     ["4:30: 'rate' only applies to 'registry: slow'"],
   ],
   [
+    'node on a fault that acts on every node',
+    'nodes:\n  n: {}\n  m: {}\nsteps:\n  - fault: { registry: down, node: n }\n',
+    ["5:30: 'node' only applies to 'registry: corrupt-blob'"],
+  ],
+  [
+    'corrupt-blob for a node that is not defined',
+    'nodes:\n  n: {}\n  m: {}\nsteps:\n  - fault: { registry: corrupt-blob, node: x }\n',
+    ["5:44: unknown node 'x' (did you mean 'n'?)"],
+  ],
+  [
     'bad power-off phase',
     'nodes:\n  n: {}\nsteps:\n  - up\n  - power-off: { when: stagged }\n',
     ["5:24: power-off.when must be one of pulling, staging, staged, rebooting; got 'stagged' (did you mean 'staged'?)"],

@@ -261,6 +261,14 @@ test('fault drives the embedded registry and refuses an external one', async (t)
   await runStep(faultStep('slow', pos, { bytesPerSecond: 1024, text: '1KiB' }), runtime);
   await runStep(faultStep('corrupt-blob', pos), runtime);
   t.deepEqual(faults, { slowBytesPerSecond: 1024, corruptBlobs: true });
+  await runStep(faultStep('corrupt-blob', pos, undefined, 'node1'), runtime);
+  await runStep(faultStep('corrupt-blob', pos, undefined, 'node2'), runtime);
+  t.deepEqual(faults, {
+    slowBytesPerSecond: 1024,
+    corruptBlobs: true,
+    corruptBlobsFor: new Set(['node1', 'node2']),
+  });
+  t.is(faultStep('corrupt-blob', pos, undefined, 'node1').label, 'fault registry corrupt-blob for node1');
   await runStep(faultStep('clear', pos), runtime);
   t.deepEqual(faults, {});
   await runStep(faultStep('down', pos), runtime);

@@ -1,4 +1,4 @@
-import { sendBlob } from '../blob-stream.js';
+import { corruptsFor, sendBlob } from '../blob-stream.js';
 import { parseDigest } from '../digest.js';
 import { blobUnknown, RegistryError } from '../errors.js';
 import { type RequestContext, send } from './context.js';
@@ -74,7 +74,7 @@ export async function handleBlobGet(ctx: RequestContext, name: string, ref: stri
       res.end();
       return;
     }
-    const corrupt = ctx.faults.corruptBlobs === true && (await ctx.repositories.isLayer(name, digest));
+    const corrupt = corruptsFor(ctx.faults, ctx.node) && (await ctx.repositories.isLayer(name, digest));
     ctx.length = length;
     ctx.corrupted = corrupt;
     ctx.bytes = await sendBlob(handle, start, length, res, {
