@@ -1,3 +1,8 @@
+/**
+ * scenarios/corrupt-oscontainer.yaml. The same run carries the checks of two files whose node shared its time with
+ * the corrupt node's retry waits: unsigned-kernel.vm.test.ts (Secure Boot refuses an unsigned v2 kernel) and
+ * mcd-firstboot-native.vm.test.ts (the MCD's firstboot rebase to a native v2, then the same image again).
+ */
 import test from 'ava';
 import type { EventOf, Stamped } from '../../src/core/events.js';
 import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
@@ -6,27 +11,40 @@ import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.
 const glog = (level: string, file: string, text: string) =>
   new RegExp(`pivot\\[\\d+\\]: ${level}\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} +\\d+ ${file}\\] ${text}`);
 
-test('corrupt-oscontainer: the corrupted pull is refused and reported, the node stays on v1', async (t) => {
-  const run = await runScenarioCli('corrupt-oscontainer');
+const ofNode = (events: Stamped[], node: string) => events.filter((e) => 'node' in e && e.node === node);
+const consoleOf = (events: Stamped[], node: string) =>
+  ofNode(events, node).flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
+const failuresOf = (events: Stamped[], node: string) =>
+  ofNode(events, node).filter((e): e is Stamped<EventOf<'guest.failure'>> => e.kind === 'guest.failure');
+
+test('corrupt-oscontainer: the corrupted pull is refused and reported, the node stays on v1; Secure Boot refuses an unsigned v2 kernel; the MCD rebases v1 to a native v2 through rpm-ostree (4.13 layered)', async (t) => {
+  t.timeout(42 * 60_000);
+  const run = await runScenarioCli('corrupt-oscontainer', { timeoutMs: 41 * 60_000 });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
-  t.deepEqual(bootedVersions(run.events), ['1']);
-  const failures = run.events.flatMap((e) => (e.kind === 'guest.failure' ? [e.reason] : []));
+  t.true(
+    run.steps.every((step) => step.startsWith('✓ ')),
+    run.steps.join('\n'),
+  );
+
+  // corrupt: the fault proves itself: the registry served a layer with altered content to this node's port alone,
+  // and the guest refused it for exactly that reason (its pull's digest check), not for any other.
+  t.deepEqual(bootedVersions(run.events, 'corrupt'), ['1']);
+  const failures = failuresOf(run.events, 'corrupt').map((e) => e.reason);
   t.is(failures.length, 1);
-  t.false(run.events.some((e) => e.kind === 'guest.pivot' && e.phase === 'staged'));
-  // The fault proves itself: the registry served a layer with altered content, and the guest refused it for
-  // exactly that reason (its pull's digest check), not for any other.
+  t.false(run.events.some((e) => e.kind === 'guest.pivot' && e.node === 'corrupt' && e.phase === 'staged'));
   const corrupted = run.events.filter(
     (e): e is Stamped<EventOf<'registry.request'>> => e.kind === 'registry.request' && e.corrupted === true,
   );
   t.true(corrupted.length >= 1, 'a layer was served corrupted');
+  t.deepEqual([...new Set(corrupted.map((e) => e.node))], ['corrupt'], 'to the corrupt node only');
   t.regex(failures[0]!, /digest did not match|digest mismatch|does not match|sha256 mismatch/i, failures[0]);
   t.log(`guest failure: ${failures[0]}`);
   // In the guest: podman's pull fails the digest check, pivot retries it (k8s wait.ExponentialBackoff: 5 s, then
   // 10, 20, 40, 80 before its fatal error) and never gets to pivoting or staging.
-  const console = run.events.flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
-  const error = console.findIndex((line) => /pivot\[\d+\]: Error: .*Digest did not match/.test(line));
+  const corruptConsole = consoleOf(run.events, 'corrupt');
+  const error = corruptConsole.findIndex((line) => /pivot\[\d+\]: Error: .*Digest did not match/.test(line));
   t.true(error >= 0, 'podman reports the digest mismatch');
-  const after = console.slice(error + 1);
+  const after = corruptConsole.slice(error + 1);
   t.true(
     after.some((line) => glog('W', 'run.go:40', 'podman failed: exit status 125; retrying\\.\\.\\.$').test(line)),
     'pivot retries the failed pull',
@@ -35,6 +53,41 @@ test('corrupt-oscontainer: the corrupted pull is refused and reported, the node 
     after.some((line) => glog('I', 'run.go:16', 'Running: podman pull').test(line)),
     'the pull runs again after the error',
   );
-  t.false(console.some((line) => /Pivoting to|Staging deployment/.test(line)));
+  t.false(corruptConsole.some((line) => /Pivoting to|Staging deployment/.test(line)));
+
+  // unsigned: GRUB refuses the v2 kernel under Secure Boot; the node fails on that boot, named, not by timeout
+  t.deepEqual(bootedVersions(run.events, 'unsigned'), ['1']);
+  const unsigned = failuresOf(run.events, 'unsigned');
+  t.is(unsigned.length, 1, JSON.stringify(unsigned));
+  t.like(unsigned[0], { cause: 'secure-boot', line: 'error: bad shim signature.' });
+  t.regex(unsigned[0]!.reason, /^Secure Boot: GRUB refused the kernel: shim did not verify it/);
+  // It came on the boot after the pivot's reboot, with nothing of a booted system before it
+  const unsignedEvents = ofNode(run.events, 'unsigned');
+  const reboot = unsignedEvents.findIndex((e) => e.kind === 'vm.reboot');
+  const refused = unsignedEvents.indexOf(unsigned[0]!);
+  t.true(reboot >= 0 && refused > reboot);
+  t.false(unsignedEvents.slice(reboot, refused).some((e) => e.kind === 'guest.booted'));
+
+  // mcd: the MCD's firstboot rebase to v2, then the same image again: refused by rpm-ostree before any pull (the
+  // same digest), not a pivot
+  t.deepEqual(bootedVersions(run.events, 'mcd'), ['1', '2']);
+  t.is(failuresOf(run.events, 'mcd').length, 0);
+  for (const step of [
+    '✓ expect mcd ignition within 6m',
+    '✓ expect mcd console /rpm-ostree.go:\\d+\\] Executing rebase to \\S+/ within 8m',
+    '✓ expect mcd pivot.staged within 8m',
+    '✓ expect mcd booted v2 within 5m',
+    "✓ ssh mcd 'test -e /etc/ignition-machine-config-encapsulated.json.ba...' =~ /done/ within 3m",
+    '✓ pivot mcd to v2',
+    '✓ expect mcd pivot.skipped within 3m',
+  ])
+    t.true(run.steps.includes(step), `${step}\n${run.steps.join('\n')}`);
+  const skipped = run.events.flatMap((e) => (e.kind === 'guest.pivot.skipped' ? [`${e.node} ${e.reason}`] : []));
+  t.is(skipped.length, 1, skipped.join('\n'));
+  t.regex(skipped[0]!, /^mcd /);
+  const mcdConsole = consoleOf(run.events, 'mcd');
+  t.true(mcdConsole.some((line) => /Running: rpm-ostree cleanup -p/.test(line)));
+  t.true(mcdConsole.some((line) => /Pulling manifest: ostree-unverified-registry:/.test(line)));
+
   t.deepEqual(leftoverDomains('corrupt-oscontainer'), []);
 });

@@ -2,7 +2,8 @@
  * The images users bring (issue 24), on real podman, skopeo and VMs: a derived image built by podman from a
  * Containerfile `FROM $BASE` (its /usr and /etc files and its whiteout checked over ssh after the pivot), and a
  * multi-arch index made by podman manifest and skopeo copy --all, given as `up --os-image oci-archive:FILE`: the node
- * is given the index's digest and reports the linux/amd64 child's.
+ * is given the index's digest and reports the linux/amd64 child's. The two runs go side by side (two sessions, one
+ * registry store).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -29,7 +30,7 @@ const lastImage = (events: ScenarioRun['events']) => {
   return last && 'image' in last ? (last.image ?? '') : '';
 };
 
-test.serial(
+test(
   'derived-image: v3 = v2 + a /usr file, an /etc file and a whiteout, built by podman, pivoted to',
   async (t) => {
     t.timeout(25 * 60_000); // a podman build, a 61 MB import under TCG, two boots
@@ -53,7 +54,7 @@ test.serial(
   },
 );
 
-test.serial(
+test(
   'multi-arch: up --os-image oci-archive: of a podman-made index; the node boots the amd64 child',
   async (t) => {
     t.timeout(25 * 60_000);

@@ -3,8 +3,8 @@
  * ostree-finalize-staged swapped the bootloader with both ostreedev/ostree#3392 fixes on and with only the initramfs
  * fallback. Power loss with the deployment staged and not finalized is checked by e2e/power-loss (twice on one node:
  * while staging, and with v2 staged in full). With both fixes off the node reproduces #3392: e2e/ostree-3392 checks
- * that. Split from fixture.vm.test.ts so that the two VM workers are balanced. About 5 minutes on an idle host; the
- * domains are destroyed by exact name in `finally`.
+ * that. Split from fixture.vm.test.ts so that the two VM workers are balanced. The two tests run side by side (each
+ * VM idles in the other's slow shutdown and boots); the domains are destroyed by exact name in `finally`.
  */
 import test from 'ava';
 import type { FixtureVm } from '../helpers/fixture-vm.js';
@@ -90,7 +90,7 @@ async function powerLossAfterSwap(vm: FixtureVm) {
   return { cutAt: finalized.seconds, outcome: outcome.line, reports: await vm.reports(), lines: await vm.lines() };
 }
 
-test.serial('power loss after the bootloader swap, fixes on: the /boot checkpoint makes v2 boot', async (t) => {
+test('power loss after the bootloader swap, fixes on: the /boot checkpoint makes v2 boot', async (t) => {
   await withVmPastFinalizeRace(t, ignitionFor(ctx, ctx.pinned['2']!, { units: [SLOW_STOP] }), async (vm) => {
     const { cutAt, outcome, reports } = await powerLossAfterSwap(vm);
     t.log(`power cut ${cutAt.toFixed(1)} s after start; next boot: ${outcome}`);
@@ -98,7 +98,7 @@ test.serial('power loss after the bootloader swap, fixes on: the /boot checkpoin
   });
 });
 
-test.serial('with only the /boot checkpoint off, the initramfs falls back to the newest BLS entry', async (t) => {
+test('with only the /boot checkpoint off, the initramfs falls back to the newest BLS entry', async (t) => {
   const ignition = ignitionFor(ctx, ctx.pinned['2']!, {
     units: [SLOW_STOP],
     files: [{ path: '/etc/fixture/no-boot-fixes', text: 'fsfreeze\n' }],
