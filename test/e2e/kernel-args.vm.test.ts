@@ -65,7 +65,10 @@ test('kernel-args: the whitelisted argument reaches the new deployment, the othe
   const nc = `busybox nc -w 5 10.0.2.2 ${port} </dev/null 2>&1; echo rc=$?`;
   writeFileSync(file, `${shipped}  - ssh: { run: "${nc}", expect: 'rc=[1-9]', within: 3m }\n`);
 
-  const run = await runScenarioCli('kernel-args', { command: ['up', file, '--os-image', image.pinned] });
+  const run = await runScenarioCli('kernel-args', {
+    command: ['up', file, '--os-image', image.pinned],
+    timeoutMs: 24 * 60_000,
+  });
   t.is(run.code, 0, `${run.steps.join('\n')}\n${run.stderr}`);
   t.deepEqual(bootedVersions(run.events), ['1', '2']);
   // (old-to-new) the pivot's phases as devpivot reports them, and the layer pulled in full

@@ -13,6 +13,12 @@ export interface ScenarioRun {
 }
 
 /**
+ * Below ava.vm.config.js's 10 m test timeout: the run is stopped with SIGTERM (and removes its VMs) before ava gives
+ * up on the test. A run still going when ava times out is orphaned, its VMs taking CPU from the files after it.
+ */
+const DEFAULT_TIMEOUT_MS = 9.5 * 60_000;
+
+/**
  * Run a shipped scenario end to end with the real CLI (`devpivot run FILE --json`), as CI would: real registry,
  * real oscontainer build, real Ignition, real libvirt VMs under TCG. Domains are named
  * devpivot-test-engine-<session suffix>-<node>. With DEVPIVOT_TEST_EVENTS_DIR set, the run's events are kept there as
@@ -22,6 +28,7 @@ export function runScenarioCli(
   name: string,
   options: {
     extraArgs?: string[];
+    /** Default DEFAULT_TIMEOUT_MS; a test that sets a longer `t.timeout` sets this below it. */
     timeoutMs?: number;
     onEvent?: (event: Stamped, kill: (signal: NodeJS.Signals) => void) => void;
     /** A scenario file elsewhere (a test's own); `name` then only names the session. */
@@ -72,8 +79,8 @@ export function runScenarioCli(
     let stderr = '';
     const timer = setTimeout(() => {
       child.kill('SIGTERM');
-      reject(new Error(`scenario ${name} did not finish in ${options.timeoutMs ?? 900_000} ms`));
-    }, options.timeoutMs ?? 900_000);
+      reject(new Error(`scenario ${name} did not finish in ${options.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms`));
+    }, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       pending += chunk;
       const lines = pending.split('\n');

@@ -2,9 +2,9 @@
  * Power loss around the fixture OS's pivot (real libvirtd, TCG, devpivot's legacy Ignition): after
  * ostree-finalize-staged swapped the bootloader with both ostreedev/ostree#3392 fixes on and with only the initramfs
  * fallback. Power loss with the deployment staged and not finalized is checked by e2e/power-loss (twice on one node:
- * while staging, and with v2 staged in full). With both fixes off the node reproduces #3392: e2e/ostree-3392 checks
- * that. Split from fixture.vm.test.ts so that the two VM workers are balanced. The two tests run side by side (each
- * VM idles in the other's slow shutdown and boots); the domains are destroyed by exact name in `finally`.
+ * while staging, and with v2 staged in full). With both fixes off the node reproduces #3392: the no-boot-fixes node
+ * of e2e/corrupt-oscontainer checks that. Split from fixture.vm.test.ts so that the two VM workers are balanced. The
+ * two tests run side by side; the domains are destroyed by exact name in `finally`.
  */
 import test from 'ava';
 import type { FixtureVm } from '../helpers/fixture-vm.js';

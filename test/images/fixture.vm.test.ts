@@ -4,7 +4,7 @@
  * use. Power loss around the bootloader swap is in fixture-power-loss.vm.test.ts. What the end-to-end scenarios
  * check is not repeated here: the first boot and pivot line by line (e2e/kernel-args), UEFI and ssh
  * (e2e/mirror), the node that does not reboot (e2e/power-loss), a corrupted layer
- * (e2e/corrupt-oscontainer), power loss with the fixes off (e2e/ostree-3392). The three tests boot a VM each,
+ * (e2e/corrupt-oscontainer), power loss with the fixes off (its no-boot-fixes node). The three tests boot a VM each,
  * side by side (the first one's 15 s of watching for a pull that must not come overlaps the others' boots); the
  * domains are destroyed by exact name in `finally`.
  */
