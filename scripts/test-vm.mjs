@@ -94,9 +94,11 @@ async function lane() {
 
 const t0 = Date.now();
 await Promise.all(Array.from({ length: LANES }, lane));
-for (const { file, seconds, ok } of results) if (ok) recorded[file] = Math.round(seconds);
+// Read again before writing: another test:vm run may have recorded its files since this one started.
+const latest = existsSync(TIMINGS) ? JSON.parse(readFileSync(TIMINGS, 'utf8')) : {};
+for (const { file, seconds, ok } of results) if (ok) latest[file] = Math.round(seconds);
 // Records of files whose source is gone are dropped (test/vm-timings.test.ts requires exactly the VM files).
-const kept = Object.entries(recorded).filter(
+const kept = Object.entries(latest).filter(
   ([file]) => file === UNIT || existsSync(file.replace(/^dist\//, '').replace(/\.js$/, '.ts')),
 );
 writeFileSync(TIMINGS, `${JSON.stringify(Object.fromEntries(kept.sort()), null, 2)}\n`);
