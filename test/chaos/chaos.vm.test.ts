@@ -11,10 +11,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { volumePrefix, volumeXml } from '../../src/vm/domain-xml.js';
+import { volumePrefix } from '../../src/vm/domain-xml.js';
 import { Connection } from '../../src/vm/libvirt/connection.js';
 import { listDevpivotDomains, listDevpivotVolumes } from '../../src/vm/libvirt/inventory.js';
 import { ensurePool } from '../../src/vm/libvirt/pool.js';
+import { volumeXml } from '../../src/vm/storage-xml.js';
 import { watchCli } from '../cli/process.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp.js';

@@ -9,14 +9,12 @@ import {
   metadataXml,
   parseMetadata,
   parseMetadataElement,
-  poolPath,
-  poolXml,
   startedAttribute,
   validName,
   volumeName,
   volumePrefix,
-  volumeXml,
 } from '../../src/vm/domain-xml.js';
+import { poolPath, poolXml, volumeXml } from '../../src/vm/storage-xml.js';
 
 const base: DomainXmlOptions = {
   name: 'devpivot-s1-node1',

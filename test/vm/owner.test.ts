@@ -9,12 +9,13 @@ import { join } from 'node:path';
 import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import type { DevpivotError } from '../../src/core/errors.js';
-import { metadataXml, parseMetadata, volumeXml } from '../../src/vm/domain-xml.js';
+import { metadataXml, parseMetadata } from '../../src/vm/domain-xml.js';
 import { Connection } from '../../src/vm/libvirt/connection.js';
 import { openHost } from '../../src/vm/libvirt/host.js';
 import { cleanup, listDevpivotDomains } from '../../src/vm/libvirt/inventory.js';
 import { ensurePool } from '../../src/vm/libvirt/pool.js';
 import { domainOwner, ownsDomain } from '../../src/vm/owner.js';
+import { volumeXml } from '../../src/vm/storage-xml.js';
 import { tempDir } from '../helpers/temp.js';
 
 const me = process.getuid?.() ?? 0;

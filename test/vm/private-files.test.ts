@@ -6,10 +6,10 @@
 import { chmodSync, lstatSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
-import { volumeXml } from '../../src/vm/domain-xml.js';
 import { Connection } from '../../src/vm/libvirt/connection.js';
 import { createDataVolume, ensurePool, qemuOwner } from '../../src/vm/libvirt/pool.js';
 import { recordSession, sessionDir } from '../../src/vm/sessions.js';
+import { volumeXml } from '../../src/vm/storage-xml.js';
 import { tempDir } from '../helpers/temp.js';
 
 const mode = (path: string) => lstatSync(path).mode & 0o777;

@@ -4,25 +4,15 @@ import { DevpivotError } from '../../core/errors.js';
 import type { DevpivotEvent } from '../../core/events.js';
 import { libvirtUri, stateDir } from '../../core/paths.js';
 import { type AccelProbe, probeAccelCached } from '../accel.js';
-import {
-  DEVPIVOT_XMLNS,
-  type DevpivotMetadata,
-  domainName,
-  domainXml,
-  fwCfgMethod,
-  parseMetadataElement,
-  validName,
-  volumeName,
-  volumeXml,
-} from '../domain-xml.js';
+import { type DevpivotMetadata, domainName, domainXml, fwCfgMethod, validName, volumeName } from '../domain-xml.js';
 import type { NodeSpec, VmHost } from '../host.js';
-import { ownsDomain } from '../owner.js';
 import { digestCacheFile, imageDigest, inspectQcow2 } from '../qcow2.js';
 import { probeRemoteAccel } from '../remote/remote-accel.js';
 import { assertValidSessionId, consoleLogPath, newSessionId, recordSession } from '../sessions.js';
-import { Connection, UndefineFlag } from './connection.js';
+import { volumeXml } from '../storage-xml.js';
+import { Connection } from './connection.js';
 import { InFlight, untilAborted } from './inflight.js';
-import { assertSessionFree, cleanup } from './inventory.js';
+import { assertSessionFree, cleanup, removeLeftovers } from './inventory.js';
 import { LifecycleTranslator } from './lifecycle.js';
 import { LibvirtNode, type NodeHost } from './node.js';
 import { createDataVolume, ensureBaseVolume, ensurePool } from './pool.js';
@@ -263,7 +253,11 @@ export class LibvirtHost implements VmHost, NodeHost {
     const overlayName = volumeName(this.sessionId, spec.name, 'qcow2');
     const ignitionName = volumeName(this.sessionId, spec.name, 'ign');
     const logName = volumeName(this.sessionId, spec.name, 'console.log');
-    await this.#removeLeftovers(name, pool, [overlayName, ignitionName, logName]);
+    await removeLeftovers(this.#conn, { name, session: this.sessionId, uri: this.uri }, pool, [
+      overlayName,
+      ignitionName,
+      logName,
+    ]);
     check();
     const created: string[] = [];
     try {
@@ -345,31 +339,6 @@ export class LibvirtHost implements VmHost, NodeHost {
       upload.catch(() => this.#baseUploads.delete(digest));
     }
     return upload;
-  }
-
-  /** A domain of the same name left by an earlier run of this session is ours (by metadata): remove it. */
-  async #removeLeftovers(name: string, pool: StoragePool, volumes: string[]): Promise<void> {
-    const existing = await this.#conn.lookupDomain(name);
-    if (existing) {
-      try {
-        const meta = parseMetadataElement((await existing.metadata(DEVPIVOT_XMLNS)) ?? '');
-        // Ownership decides: a domain of this name another user defined is never destroyed (vm/owner.ts).
-        if (meta?.session !== this.sessionId || !ownsDomain(meta.owner, this.uri))
-          throw new DevpivotError('VM_NAME_TAKEN', `a domain named ${name} exists and is not this session's`, {
-            hint: `choose another session id, or remove it: virsh -c ${this.uri} undefine ${name}`,
-          });
-        if (await existing.isActive()) await existing.destroy();
-        await existing.undefine(UndefineFlag.nvram | UndefineFlag.managedSave);
-      } finally {
-        existing.free();
-      }
-    }
-    await pool.refresh().catch(() => {});
-    for (const volume of volumes) {
-      const v = await pool.lookupVolume(volume);
-      if (!v) continue;
-      await v.delete().finally(() => v.free());
-    }
   }
 
   /** Everything this session created: domains and volumes (also from earlier processes). Never throws. */

@@ -3,6 +3,7 @@ import { BASE_VOLUME_PATTERN, DEVPIVOT_XMLNS, parseMetadataElement, startedAttri
 import { ownsDomain } from '../owner.js';
 import { type Connection, DOMAIN_STATE_NAMES, DomainState, UndefineFlag } from './connection.js';
 import { POOL_NAME } from './pool.js';
+import type { StoragePool } from './storage.js';
 
 /** A domain that carries devpivot's metadata element: only these are ever listed or removed. */
 export interface DevpivotDomain {
@@ -197,4 +198,38 @@ export async function cleanup(conn: Connection, filter: CleanupFilter): Promise<
     pool.free();
   }
   return report;
+}
+
+/**
+ * A domain named `name` left by an earlier run of this session is ours (by metadata): remove it and the session's
+ * `volumes` in `pool`. A domain of that name another session or user defined is never touched (VM_NAME_TAKEN).
+ */
+export async function removeLeftovers(
+  conn: Connection,
+  domain: { name: string; session: string; uri: string },
+  pool: StoragePool,
+  volumes: string[],
+): Promise<void> {
+  const { name, session, uri } = domain;
+  const existing = await conn.lookupDomain(name);
+  if (existing) {
+    try {
+      const meta = parseMetadataElement((await existing.metadata(DEVPIVOT_XMLNS)) ?? '');
+      // Ownership decides: a domain of this name another user defined is never destroyed (vm/owner.ts).
+      if (meta?.session !== session || !ownsDomain(meta.owner, uri))
+        throw new DevpivotError('VM_NAME_TAKEN', `a domain named ${name} exists and is not this session's`, {
+          hint: `choose another session id, or remove it: virsh -c ${uri} undefine ${name}`,
+        });
+      if (await existing.isActive()) await existing.destroy();
+      await existing.undefine(UndefineFlag.nvram | UndefineFlag.managedSave);
+    } finally {
+      existing.free();
+    }
+  }
+  await pool.refresh().catch(() => {});
+  for (const volume of volumes) {
+    const v = await pool.lookupVolume(volume);
+    if (!v) continue;
+    await v.delete().finally(() => v.free());
+  }
 }

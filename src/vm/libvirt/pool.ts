@@ -2,8 +2,9 @@ import { createReadStream } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { DevpivotError } from '../../core/errors.js';
-import { baseVolumeName, poolPath, poolXml, volumeXml } from '../domain-xml.js';
+import { baseVolumeName } from '../domain-xml.js';
 import type { Qcow2Info } from '../qcow2.js';
+import { poolPath, poolXml, volumeXml } from '../storage-xml.js';
 import type { Connection } from './connection.js';
 import type { StoragePool, StorageVolume } from './storage.js';
 
