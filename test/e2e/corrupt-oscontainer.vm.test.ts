@@ -7,17 +7,21 @@
 import test from 'ava';
 import type { EventOf, Stamped } from '../../src/core/events.js';
 import { repoRoot } from '../helpers/cli.js';
-import { bootedVersions, leftoverDomains, runScenarioCli, type ScenarioRun } from './run-scenario.js';
+import {
+  bootedVersions,
+  consoleOf,
+  eventsOf,
+  leftoverDomains,
+  runScenarioCli,
+  type ScenarioRun,
+} from './run-scenario.js';
 
 /** A glog line of pivot (openshift/pivot's `Lmmdd hh:mm:ss.uuuuuu pid file:line] text`) as the console shows it. */
 const glog = (level: string, file: string, text: string) =>
   new RegExp(`pivot\\[\\d+\\]: ${level}\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} +\\d+ ${file}\\] ${text}`);
 
-const ofNode = (events: Stamped[], node: string) => events.filter((e) => 'node' in e && e.node === node);
-const consoleOf = (events: Stamped[], node: string) =>
-  ofNode(events, node).flatMap((e) => (e.kind === 'vm.console' ? [e.line] : []));
 const failuresOf = (events: Stamped[], node: string) =>
-  ofNode(events, node).filter((e): e is Stamped<EventOf<'guest.failure'>> => e.kind === 'guest.failure');
+  eventsOf(events, node).filter((e): e is Stamped<EventOf<'guest.failure'>> => e.kind === 'guest.failure');
 
 /**
  * A run in which the no-boot-fixes node's ostree-finalize-staged.service never ran (images/README.md, "Staged
@@ -86,7 +90,7 @@ test('corrupt-oscontainer: the corrupted pull is refused and reported, the node 
   t.like(unsigned[0], { cause: 'secure-boot', line: 'error: bad shim signature.' });
   t.regex(unsigned[0]!.reason, /^Secure Boot: GRUB refused the kernel: shim did not verify it/);
   // It came on the boot after the pivot's reboot, with nothing of a booted system before it
-  const unsignedEvents = ofNode(run.events, 'unsigned');
+  const unsignedEvents = eventsOf(run.events, 'unsigned');
   const reboot = unsignedEvents.findIndex((e) => e.kind === 'vm.reboot');
   const refused = unsignedEvents.indexOf(unsigned[0]!);
   t.true(reboot >= 0 && refused > reboot);

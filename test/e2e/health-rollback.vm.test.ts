@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { Stamped } from '../../src/core/events.js';
-import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
+import { bootedVersions, consoleOf, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 const kinds = (events: Stamped[], node: string) =>
   events
@@ -27,9 +27,6 @@ const kinds = (events: Stamped[], node: string) =>
           return [];
       }
     });
-
-const consoleOf = (events: Stamped[], node: string) =>
-  events.flatMap((e) => (e.kind === 'vm.console' && e.node === node ? [e.line] : []));
 
 test('health-rollback: a bad update boots its 2 attempts, GRUB falls back to v1 and greenboot rolls back; a good one stays on v2 (legacy-booted v1 rebased to a native v2 by digest; the same ref again is refused)', async (t) => {
   t.timeout(50 * 60_000);

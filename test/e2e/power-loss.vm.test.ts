@@ -11,14 +11,10 @@
  * chunked, of which it fetches only the 2 changed layers.
  */
 import test from 'ava';
-import type { Stamped } from '../../src/core/events.js';
 import { loadFixture } from '../../src/fixture/fixture.js';
-import { bootedVersions, leftoverDomains, runScenarioCli } from './run-scenario.js';
+import { bootedVersions, consoleOf, eventsOf, leftoverDomains, runScenarioCli } from './run-scenario.js';
 
 const NO_REBOOT = 'no-reboot-unit';
-const of = (events: Stamped[], node: string) => events.filter((e) => 'node' in e && e.node === node);
-const consoleOf = (events: Stamped[], node: string) =>
-  events.flatMap((e) => (e.kind === 'vm.console' && e.node === node ? [e.line] : []));
 
 test('power-loss: power cut while staging, power back: the node boots v1 (never bricked), stages again and stays; cut again with v2 staged: v1 again; staged without the reboot-needed unit: a named failure, and the node stays on v1; v1 chunked, then v2 chunked fetches only the 2 changed layers', async (t) => {
   t.timeout(47 * 60_000);
@@ -31,7 +27,7 @@ test('power-loss: power cut while staging, power back: the node boots v1 (never 
   );
 
   // node1
-  const node1 = of(run.events, 'node1');
+  const node1 = eventsOf(run.events, 'node1');
   t.deepEqual(bootedVersions(run.events), ['1', '1', '1']);
   // (the stops before the last boot: the run's own teardown may stop the domain once more)
   const lastBoot = node1.findLastIndex((e) => e.kind === 'guest.booted');
@@ -49,7 +45,7 @@ test('power-loss: power cut while staging, power back: the node boots v1 (never 
   t.like(third, { version: '1', commit: fixture.versions[0]!.commit });
 
   // no-reboot-unit
-  const failure = of(run.events, NO_REBOOT).find((e) => e.kind === 'guest.failure');
+  const failure = eventsOf(run.events, NO_REBOOT).find((e) => e.kind === 'guest.failure');
   t.regex(
     failure && 'reason' in failure ? failure.reason : '',
     new RegExp(

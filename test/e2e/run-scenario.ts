@@ -144,6 +144,16 @@ export function leftoverDomains(name: string): string[] {
     .filter((domain) => domain.startsWith(`devpivot-${session(name)}-`));
 }
 
+/** The events about one node, in bus order. */
+export function eventsOf(events: Stamped[], node: string): Stamped[] {
+  return events.filter((event) => 'node' in event && event.node === node);
+}
+
+/** One node's console lines, in order. */
+export function consoleOf(events: Stamped[], node: string): string[] {
+  return events.flatMap((event) => (event.kind === 'vm.console' && event.node === node ? [event.line] : []));
+}
+
 export function bootedVersions(events: Stamped[], node = 'node1'): string[] {
   return events.flatMap((event) => (event.kind === 'guest.booted' && event.node === node ? [event.version] : []));
 }

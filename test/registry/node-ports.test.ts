@@ -14,6 +14,14 @@ const progress = (events: Stamped[]) =>
 const requests = (events: Stamped[]) =>
   events.filter((e): e is Stamped<EventOf<'registry.request'>> => e.kind === 'registry.request');
 
+/** skopeo copies nodes/os:v1 through a port into dir:DIR. */
+const skopeoCopy = (port: number, dir: string) =>
+  run(
+    'skopeo',
+    ['--insecure-policy', 'copy', '--src-tls-verify=false', `docker://127.0.0.1:${port}/nodes/os:v1`, `dir:${dir}`],
+    120_000,
+  );
+
 test("node ports: skopeo on node-a's port and curl on node-b's are told apart; the main port names no node", async (t) => {
   const r = await startTestRegistry();
   const work = await tempDir('devpivot-node-ports-');
@@ -41,17 +49,7 @@ test("node ports: skopeo on node-a's port and curl on node-b's are told apart; t
 
     const big = image.layers[1]!;
     const [skopeo, fetched] = await Promise.all([
-      run(
-        'skopeo',
-        [
-          '--insecure-policy',
-          'copy',
-          '--src-tls-verify=false',
-          `docker://127.0.0.1:${portA}/nodes/os:v1`,
-          `dir:${join(work, 'a')}`,
-        ],
-        120_000,
-      ),
+      skopeoCopy(portA, join(work, 'a')),
       run('curl', ['-sf', '-o', join(work, 'b.layer'), `http://127.0.0.1:${portB}/v2/nodes/os/blobs/${big.digest}`]),
     ]);
     t.is(skopeo.code, 0, skopeo.stderr);
@@ -110,19 +108,7 @@ test("corrupt-blob for one node (fault: { registry: corrupt-blob, node }): skope
     const portA = await r.registry.addNodePort('node-a');
     const portB = await r.registry.addNodePort('node-b');
     r.registry.faults.corruptBlobsFor = new Set(['node-a']);
-    const copy = (port: number, to: string) =>
-      run(
-        'skopeo',
-        [
-          '--insecure-policy',
-          'copy',
-          '--src-tls-verify=false',
-          `docker://127.0.0.1:${port}/nodes/os:v1`,
-          `dir:${join(work, to)}`,
-        ],
-        120_000,
-      );
-    const [a, b] = await Promise.all([copy(portA, 'a'), copy(portB, 'b')]);
+    const [a, b] = await Promise.all([skopeoCopy(portA, join(work, 'a')), skopeoCopy(portB, join(work, 'b'))]);
     t.not(a.code, 0, 'the corrupted node fails');
     t.regex(a.stderr, /[Dd]igest did not match/, a.stderr);
     t.is(b.code, 0, b.stderr);
