@@ -1,6 +1,7 @@
 // `npm run test:vm`: the VM test files on two lanes (2 cores), heaviest recorded file first, each file in its own
-// ava process so that its wall time is known. At the end: the failures, the ten slowest files and the wall time
-// against the sum of the files' times. The times are recorded in test/vm-timings.json (seconds per file, the
+// ava process so that its wall time is known. At the end: the failures, the ten slowest files, the wall time
+// against the sum of the files' times, and last of all each failed file's report (its ava output from the first
+// failed test), so that the tail of a CI log says why. The times are recorded in test/vm-timings.json (seconds per file, the
 // latest passing run) and order the next run; a file without a record weighs the mean of the known ones and is
 // named. The files are those with a source (test/**/*.vm.test.ts): a compiled file whose source is gone is a stale
 // build, not a test. Arguments: files to run instead of all; LANES=N changes the lane count; --with-unit runs the
@@ -69,14 +70,19 @@ function runFile(file) {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, FORCE_COLOR: '0' },
     });
+    const lines = [];
     const prefix = (chunk) => {
-      for (const line of chunk.toString().split('\n')) if (line.trim()) process.stdout.write(`[${name}] ${line}\n`);
+      for (const line of chunk.toString().split('\n'))
+        if (line.trim()) {
+          lines.push(line);
+          process.stdout.write(`[${name}] ${line}\n`);
+        }
     };
     child.stdout.on('data', prefix);
     child.stderr.on('data', prefix);
     child.on('close', (code) => {
       const seconds = (Date.now() - started) / 1000;
-      results.push({ file, seconds, ok: code === 0 });
+      results.push({ file, seconds, ok: code === 0, lines: code === 0 ? [] : lines });
       process.stdout.write(`[${name}] ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${format(seconds)}\n`);
       resolve();
     });
@@ -114,4 +120,12 @@ for (const { file } of failed) process.stdout.write(`  FAILED ${file}\n`);
 process.stdout.write('slowest ten files:\n');
 for (const { file, seconds, ok } of [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10))
   process.stdout.write(`  ${format(seconds).padStart(6)}  ${file}${ok ? '' : ' (failed)'}\n`);
+// A failed file's report, from its first failed test (ava's ✘ line; the whole tail when there is none: a crash).
+const REPORT_LINES = 60;
+for (const { file, lines } of failed) {
+  const first = lines.findIndex((line) => line.includes('✘'));
+  const report = first >= 0 ? lines.slice(first, first + REPORT_LINES) : lines.slice(-REPORT_LINES);
+  process.stdout.write(`\nwhy ${file} failed (${report.length} of its ${lines.length} lines):\n`);
+  for (const line of report) process.stdout.write(`  ${line}\n`);
+}
 process.exitCode = failed.length > 0 ? 1 : 0;
