@@ -3,11 +3,11 @@
  * errors, an empty shard all end before the engine is loaded).
  */
 import { readdirSync } from 'node:fs';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import test from 'ava';
 import { repoRoot, runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp.js';
 
 const scenarios = readdirSync(join(repoRoot, 'scenarios'))
   .filter((name) => name.endsWith('.yaml'))
@@ -18,7 +18,7 @@ const run = (args: string[]) => runCli(['run', ...args], { cwd: repoRoot });
 const lines = (stdout: string) => stdout.split('\n').filter((line) => line !== '');
 
 async function tempFile(name: string, text: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'devpivot-shard-'));
+  const dir = tempDir('devpivot-shard-');
   await writeFile(join(dir, name), text);
   return join(dir, name);
 }
@@ -120,7 +120,7 @@ test('an empty shard (more shards than files) exits 0 and says so; --junit still
   t.is(listed.code, 0, listed.stderr);
   t.is(listed.stdout, '');
   t.is(listed.stderr, 'shard 3/3 is empty: 2 scenario file(s) for 3 shards; nothing to run\n');
-  const junit = join(await mkdtemp(join(tmpdir(), 'devpivot-shard-')), 'junit-3.xml');
+  const junit = join(tempDir('devpivot-shard-'), 'junit-3.xml');
   // The files do not exist: had the shard not been found empty first, loading them would exit 2.
   const ran = await run(['--shard', '3/3', '/nonexistent/a.yaml', '/nonexistent/b.yaml', '--junit', junit]);
   t.is(ran.code, 0, ran.stderr);

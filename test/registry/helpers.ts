@@ -1,8 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { EventBus } from '../../src/core/bus.js';
@@ -11,6 +10,7 @@ import { caFetch } from '../../src/oscontainer/transport/ca-fetch.js';
 import { newCredentials, pullSecret, type RegistryCredentials } from '../../src/registry/auth.js';
 import { type RunningRegistry, type StartRegistryOptions, startRegistry } from '../../src/registry/server.js';
 import { registryTls } from '../../src/registry/tls.js';
+import { tempDir as removedAfterTheFile } from '../helpers/temp.js';
 
 export const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
@@ -23,8 +23,9 @@ export function digestOf(bytes: Uint8Array | string): string {
   return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 }
 
+/** A directory removed after the test file's last test (../helpers/temp.ts). */
 export async function tempDir(prefix = 'devpivot-registry-test-'): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
+  return removedAfterTheFile(prefix);
 }
 
 export interface TestRegistry {
