@@ -61,7 +61,7 @@ test('the key changes with every recipe file, its executable bit, the kernel and
   t.not(await computeKey(dir, '6.1.0-1-amd64', packages), edited);
 });
 
-test('the kernel is the newest /lib/modules version that has a /boot/vmlinuz', async (t) => {
+test('the kernel is the newest /lib/modules version that has a /boot/vmlinuz, the cloud flavour first', async (t) => {
   const root = await tempDir(t, 'devpivot-kernel-');
   for (const version of ['6.1.0-9-amd64', '6.1.0-10-amd64', '6.5.0-1-amd64'])
     await mkdir(join(root, 'lib/modules', version), { recursive: true });
@@ -70,6 +70,12 @@ test('the kernel is the newest /lib/modules version that has a /boot/vmlinuz', a
   await writeFile(join(root, 'boot/vmlinuz-6.1.0-10-amd64'), '');
   t.is(await detectKernel({}, root), '6.1.0-10-amd64', 'numeric order, and 6.5 has no vmlinuz');
   t.is(await detectKernel({ FIXTURE_KERNEL: '6.1.0-9-amd64' }, root), '6.1.0-9-amd64');
+  // Debian's cloud flavour first, even when older; one without its vmlinuz does not count
+  for (const version of ['6.1.0-8-cloud-amd64', '6.1.0-11-cloud-amd64'])
+    await mkdir(join(root, 'lib/modules', version), { recursive: true });
+  t.is(await detectKernel({}, root), '6.1.0-10-amd64', 'no cloud kernel has a vmlinuz yet');
+  await writeFile(join(root, 'boot/vmlinuz-6.1.0-8-cloud-amd64'), '');
+  t.is(await detectKernel({}, root), '6.1.0-8-cloud-amd64');
   const empty = await tempDir(t, 'devpivot-kernel-');
   const error = await t.throwsAsync(detectKernel({}, empty), { instanceOf: DevpivotError });
   t.is(error.code, 'FIXTURE_NO_KERNEL');

@@ -6,10 +6,19 @@
  * mounts; files are placed where the unprivileged qemu user can read them.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { findProbeKernel } from '../../src/vm/accel.js';
+import { basename, join } from 'node:path';
+import { guestKernel } from './guest-kernel.js';
 
 export const GUEST_DIR = '/var/lib/libvirt/images/devpivot-test/vm';
 
@@ -25,14 +34,15 @@ const MODULES = [
   'drivers/misc/pvpanic/pvpanic-mmio.ko',
 ];
 
-const INIT = `#!/bin/busybox sh
+/** /init, loading `modules` (file names under /modules) in order. */
+const init = (modules: string[]) => `#!/bin/busybox sh
 B=/bin/busybox
 $B mount -t devtmpfs dev /dev
 exec 0</dev/console 1>/dev/console 2>&1
 $B mount -t proc proc /proc
 $B mount -t sysfs sys /sys
 echo "devpivot-test: init started"
-for m in ${MODULES.map((m) => m.split('/').pop()).join(' ')}; do $B insmod /modules/$m; done
+for m in ${modules.join(' ')}; do $B insmod /modules/$m; done
 CFG=/sys/firmware/qemu_fw_cfg/by_name/opt/com.coreos/config/raw
 if [ -r $CFG ]; then echo "devpivot-test: ignition $($B cat $CFG)"; else echo "devpivot-test: no ignition"; fi
 # devpivot.test=poweroff|panic on the kernel command line: end the boot that way instead
@@ -67,30 +77,27 @@ export interface TestGuest {
 export function buildTestGuest(dir = GUEST_DIR): TestGuest {
   mkdirSync(dir, { recursive: true });
   chmodSync(dir, 0o755);
-  const kernelSource = findProbeKernel();
-  if (!kernelSource) throw new Error('no kernel in /boot: install linux-image-amd64');
-  const release = kernelSource.replace(/^.*vmlinuz-/, '');
-  const kernel = join(dir, 'vmlinuz');
+  const { kernel, modules } = guestKernel(dir, MODULES);
   const initrd = join(dir, 'initrd.cpio');
   const baseImage = join(dir, 'base.qcow2');
-  if (!existsSync(kernel)) copyFileSync(kernelSource, kernel);
   chmodSync(kernel, 0o644);
   const work = mkdtempSync(join(tmpdir(), 'devpivot-vm-initrd-'));
   try {
     for (const sub of ['bin', 'dev', 'proc', 'sys', 'modules']) mkdirSync(join(work, sub));
     copyFileSync('/bin/busybox', join(work, 'bin/busybox'));
     chmodSync(join(work, 'bin/busybox'), 0o755);
-    for (const module of MODULES) {
-      copyFileSync(`/lib/modules/${release}/kernel/${module}`, join(work, 'modules', module.split('/').pop()!));
-    }
-    writeFileSync(join(work, 'init'), INIT, { mode: 0o755 });
+    const names = modules.map((module) => basename(module));
+    for (const [i, module] of modules.entries()) copyFileSync(module, join(work, 'modules', names[i]!));
+    writeFileSync(join(work, 'init'), init(names), { mode: 0o755 });
     const list = execFileSync('find', ['.', '-mindepth', '1'], { cwd: work, encoding: 'utf8' });
     const archive = execFileSync('cpio', ['-o', '-H', 'newc', '--quiet'], {
       cwd: work,
       input: list,
       maxBuffer: 64 << 20,
     });
-    writeFileSync(initrd, archive, { mode: 0o644 });
+    // renamed into place: another test file's guest may be starting from the old one
+    writeFileSync(`${initrd}.${process.pid}`, archive, { mode: 0o644 });
+    renameSync(`${initrd}.${process.pid}`, initrd);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

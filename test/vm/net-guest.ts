@@ -5,11 +5,20 @@
  * "Ignition") and prints `net-guest: done` before powering off. Its lines start with `net-guest:`.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { findProbeKernel } from '../../src/vm/accel.js';
+import { basename, join } from 'node:path';
 import { GUEST_DIR } from './guest.js';
+import { guestKernel } from './guest-kernel.js';
 
 const MODULES = [
   'drivers/virtio/virtio_ring.ko',
@@ -23,14 +32,15 @@ const MODULES = [
   'drivers/firmware/qemu_fw_cfg.ko',
 ];
 
-const INIT = `#!/bin/busybox sh
+/** /init, loading `modules` (file names under /modules) in order. */
+const init = (modules: string[]) => `#!/bin/busybox sh
 B=/bin/busybox
 $B mount -t devtmpfs dev /dev
 exec 0</dev/console 1>/dev/console 2>&1
 $B mount -t proc proc /proc
 $B mount -t sysfs sys /sys
 $B mkdir -p /tmp
-for m in ${MODULES.map((m) => m.split('/').pop()).join(' ')}; do $B insmod /modules/$m; done
+for m in ${modules.join(' ')}; do $B insmod /modules/$m; done
 i=0; while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 50 ]; do $B sleep 0.1; i=$((i+1)); done
 $B ip link set lo up
 $B ip link set eth0 up
@@ -63,23 +73,18 @@ export interface NetGuest {
 export function buildNetGuest(dir = join(GUEST_DIR, 'net')): NetGuest {
   mkdirSync(dir, { recursive: true });
   chmodSync(dir, 0o755);
-  const kernelSource = findProbeKernel();
-  if (!kernelSource) throw new Error('no kernel in /boot: install linux-image-amd64');
-  const release = kernelSource.replace(/^.*vmlinuz-/, '');
-  const kernel = join(dir, 'vmlinuz');
+  const { kernel, modules } = guestKernel(dir, MODULES);
   const initrd = join(dir, 'initrd.cpio');
   const baseImage = join(dir, 'base.qcow2');
-  if (!existsSync(kernel)) copyFileSync(kernelSource, kernel);
   chmodSync(kernel, 0o644);
   const work = mkdtempSync(join(tmpdir(), 'devpivot-net-initrd-'));
   try {
     for (const sub of ['bin', 'dev', 'proc', 'sys', 'modules']) mkdirSync(join(work, sub));
     copyFileSync('/bin/busybox', join(work, 'bin/busybox'));
     chmodSync(join(work, 'bin/busybox'), 0o755);
-    for (const module of MODULES) {
-      copyFileSync(`/lib/modules/${release}/kernel/${module}`, join(work, 'modules', module.split('/').pop()!));
-    }
-    writeFileSync(join(work, 'init'), INIT, { mode: 0o755 });
+    const names = modules.map((module) => basename(module));
+    for (const [i, module] of modules.entries()) copyFileSync(module, join(work, 'modules', names[i]!));
+    writeFileSync(join(work, 'init'), init(names), { mode: 0o755 });
     writeFileSync(join(work, 'bin/banner'), BANNER, { mode: 0o755 });
     const list = execFileSync('find', ['.', '-mindepth', '1'], { cwd: work, encoding: 'utf8' });
     const archive = execFileSync('cpio', ['-o', '-H', 'newc', '--quiet'], {
@@ -87,7 +92,9 @@ export function buildNetGuest(dir = join(GUEST_DIR, 'net')): NetGuest {
       input: list,
       maxBuffer: 64 << 20,
     });
-    writeFileSync(initrd, archive, { mode: 0o644 });
+    // renamed into place: another test file's guest may be starting from the old one
+    writeFileSync(`${initrd}.${process.pid}`, archive, { mode: 0o644 });
+    renameSync(`${initrd}.${process.pid}`, initrd);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
