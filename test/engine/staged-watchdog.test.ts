@@ -3,10 +3,10 @@ import { EventBus } from '../../src/core/bus.js';
 import type { Stamped } from '../../src/core/events.js';
 import { StagedWatchdog } from '../../src/engine/staged-watchdog.js';
 
-function watch(drivers: Record<string, 'legacy' | 'rpm-ostree' | 'bootc'>) {
+function watch(drivers: Record<string, 'legacy' | 'rpm-ostree' | 'bootc'>, graceMs = 50) {
   const bus = new EventBus();
   const failures: string[] = [];
-  const dog = new StagedWatchdog(bus, new Map(Object.entries(drivers)), 50);
+  const dog = new StagedWatchdog(bus, new Map(Object.entries(drivers)), graceMs);
   bus.subscribe((event: Stamped) => {
     dog.observe(event);
     if (event.kind === 'guest.failure') failures.push(`${event.node}: ${event.reason}`);
@@ -64,5 +64,21 @@ test('a pivot that stages again on a later boot (after a power cut) is named as 
   await later();
   t.is(failures.length, 1);
   t.regex(failures[0]!, /on the first boot only \(ConditionFirstBoot=true\), and this was boot 2 of a: /);
+  dog.dispose();
+});
+
+test('console lines after staged keep the watch waiting: it fires a grace period after the last one', async (t) => {
+  const { bus, dog, failures, staged } = watch({ a: 'bootc', b: 'bootc' }, 300);
+  const nodes = () => failures.map((f) => f.split(':')[0]);
+  const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  staged('a');
+  staged('b');
+  // a shuts down slowly, a line every 60 ms for 900 ms (three grace periods of 300 ms); b stays quiet
+  for (let at = 60; at <= 900; at += 60)
+    setTimeout(() => bus.emit({ kind: 'vm.console', node: 'a', line: `Stopped unit ${at}` }), at);
+  await wait(950);
+  t.deepEqual(nodes(), ['b'], 'b failed; a, still printing, did not');
+  await wait(450);
+  t.deepEqual(nodes(), ['b', 'a'], 'a failed once quiet for the grace period');
   dog.dispose();
 });
