@@ -121,6 +121,15 @@ test('v1 imports every layer; v2 fetches only the layers that changed and checks
   const chunkRef = blobRef(v1[1]!);
   const listing = ostree(repo, 'ls', chunkRef, '/');
   t.regex(listing, /[0-9a-f]{64}$/m, 'the object set names its objects by checksum');
+  // ... and each name is that content object's own checksum (`ls -C`: the file's checksum, then its name)
+  const entries = ostree(repo, 'ls', '-C', chunkRef, '/')
+    .split('\n')
+    .filter((line) => line.startsWith('-'));
+  t.true(entries.length > 0);
+  for (const entry of entries) {
+    const [checksum, path] = entry.trim().split(/\s+/).slice(-2);
+    t.is(`/${checksum}`, path ?? "", entry);
+  }
 
   gets.length = 0;
   const second = await importInto(repo, images['2']!.pinned);
