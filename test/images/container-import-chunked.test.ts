@@ -128,7 +128,7 @@ test('v1 imports every layer; v2 fetches only the layers that changed and checks
   t.true(entries.length > 0);
   for (const entry of entries) {
     const [checksum, path] = entry.trim().split(/\s+/).slice(-2);
-    t.is(`/${checksum}`, path ?? "", entry);
+    t.is(`/${checksum}`, path ?? '', entry);
   }
 
   gets.length = 0;
