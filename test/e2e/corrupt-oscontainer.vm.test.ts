@@ -104,7 +104,7 @@ test('corrupt-oscontainer: the corrupted pull is refused and reported, the node 
     '✓ expect mcd ignition within 6m',
     '✓ expect mcd console /rpm-ostree.go:\\d+\\] Executing rebase to \\S+/ within 8m',
     '✓ expect mcd pivot.staged within 8m',
-    '✓ expect mcd booted v2 within 5m',
+    '✓ expect mcd booted v2 within 10m',
     "✓ ssh mcd 'test -e /etc/ignition-machine-config-encapsulated.json.ba...' =~ /done/ within 3m",
     '✓ pivot mcd to v2',
     '✓ expect mcd pivot.skipped within 3m',
