@@ -47,3 +47,22 @@ test('a guest that never prints a newline cannot grow the buffer without bound',
   t.true(lines.every((line) => line.length === 100));
   t.deepEqual(splitter.flush(), ['x'.repeat(50)]);
 });
+
+test('a kernel message printed in the middle of a line becomes a line of its own', (t) => {
+  const splitter = new LineSplitter();
+  const json = '{"steps":2,"task":"staging","type":"ProgressSteps"}';
+  t.deepEqual(
+    splitter.push(
+      `devpivot-progress: ${json}[  222.705455] hrtimer: interrupt took 20853056 ns\n[    0.000000] Linux version 6.1.0\n`,
+    ),
+    [
+      `devpivot-progress: ${json}`,
+      '[  222.705455] hrtimer: interrupt took 20853056 ns',
+      '[    0.000000] Linux version 6.1.0',
+    ],
+  );
+  t.deepEqual(splitter.push('[  OK  ] Finished x.service.\nno timestamp [here] 1.5\n'), [
+    '[  OK  ] Finished x.service.',
+    'no timestamp [here] 1.5',
+  ]);
+});
