@@ -19,32 +19,27 @@ export function cleanLine(raw: string): string {
 
 /**
  * A kernel message that the guest's console printed in the middle of a userspace line: the kernel writes to the
- * serial port directly, so its `[  222.705455] hrtimer: …` can land after a program's text and before that
- * program's newline (seen: a bootc progress line, whose JSON then did not parse). Split there, so both stay lines.
+ * serial port itself, between the chunks the tty sends, so `[  222.705455] hrtimer: …\n` can land inside a program's
+ * line, whose rest (at least its newline) follows on the next line (seen: a bootc progress line whose JSON then did
+ * not parse). `interruption(line)` is the index where such a message starts, or -1.
  */
-const KERNEL_MESSAGE = /\[\s*\d+\.\d{6}\] /g;
+const KERNEL_MESSAGE = /\[\s*\d+\.\d{6}\] /;
 
-export function splitKernelMessages(line: string): string[] {
-  const starts = [...line.matchAll(KERNEL_MESSAGE)].map((match) => match.index).filter((index) => index > 0);
-  if (starts.length === 0) return [line];
-  const pieces: string[] = [];
-  let from = 0;
-  for (const start of starts) {
-    pieces.push(line.slice(from, start).trimEnd());
-    from = start;
-  }
-  pieces.push(line.slice(from));
-  return pieces.filter((piece) => piece.length > 0);
+export function interruption(line: string): number {
+  const match = KERNEL_MESSAGE.exec(line);
+  return match && match.index > 0 ? match.index : -1;
 }
 
 /**
  * Turns a console byte stream into clean text lines: UTF-8 decoded across chunk boundaries, split on LF (CRLF
- * too), escapes stripped, a kernel message printed mid-line made a line of its own. A line longer than `maxLine`
- * is emitted in pieces so a guest that never prints a newline cannot grow memory without bound.
+ * too), escapes stripped, a kernel message printed inside a line taken out of it (`interruption`). A line longer
+ * than `maxLine` is emitted in pieces so a guest that never prints a newline cannot grow memory without bound.
  */
 export class LineSplitter {
   readonly #decoder = new StringDecoder('utf8');
   #pending = '';
+  /** The text of a line a kernel message interrupted: it goes on at the start of the next line. */
+  #interrupted = '';
   readonly #maxLine: number;
 
   constructor(maxLine = 8192) {
@@ -55,7 +50,17 @@ export class LineSplitter {
     this.#pending += typeof chunk === 'string' ? chunk : this.#decoder.write(chunk);
     const parts = this.#pending.split('\n');
     this.#pending = parts.pop() ?? '';
-    const lines = parts.flatMap((part) => splitKernelMessages(cleanLine(part)));
+    const lines: string[] = [];
+    for (const part of parts) {
+      const line = this.#interrupted + cleanLine(part);
+      const at = interruption(line);
+      this.#interrupted = at < 0 ? '' : line.slice(0, at);
+      lines.push(at < 0 ? line.trimEnd() : line.slice(at));
+      if (this.#interrupted.length > this.#maxLine) {
+        lines.push(this.#interrupted);
+        this.#interrupted = '';
+      }
+    }
     while (this.#pending.length > this.#maxLine) {
       lines.push(cleanLine(this.#pending.slice(0, this.#maxLine)));
       this.#pending = this.#pending.slice(this.#maxLine);
@@ -67,7 +72,8 @@ export class LineSplitter {
   flush(): string[] {
     const rest = this.#pending + this.#decoder.end();
     this.#pending = '';
-    const line = cleanLine(rest);
+    const line = (this.#interrupted + cleanLine(rest)).trimEnd();
+    this.#interrupted = '';
     return line.length > 0 ? [line] : [];
   }
 }

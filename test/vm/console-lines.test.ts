@@ -48,21 +48,26 @@ test('a guest that never prints a newline cannot grow the buffer without bound',
   t.deepEqual(splitter.flush(), ['x'.repeat(50)]);
 });
 
-test('a kernel message printed in the middle of a line becomes a line of its own', (t) => {
+test('a kernel message printed inside a line is taken out of it; the line is whole again', (t) => {
   const splitter = new LineSplitter();
   const json = '{"steps":2,"task":"staging","type":"ProgressSteps"}';
-  t.deepEqual(
-    splitter.push(
-      `devpivot-progress: ${json}[  222.705455] hrtimer: interrupt took 20853056 ns\n[    0.000000] Linux version 6.1.0\n`,
-    ),
-    [
-      `devpivot-progress: ${json}`,
-      '[  222.705455] hrtimer: interrupt took 20853056 ns',
-      '[    0.000000] Linux version 6.1.0',
-    ],
-  );
-  t.deepEqual(splitter.push('[  OK  ] Finished x.service.\nno timestamp [here] 1.5\n'), [
-    '[  OK  ] Finished x.service.',
-    'no timestamp [here] 1.5',
+  // after the program's text, before its newline (seen on a loaded host)
+  t.deepEqual(splitter.push(`devpivot-progress: ${json}[  222.705455] hrtimer: interrupt took 20853056 ns\n\n`), [
+    '[  222.705455] hrtimer: interrupt took 20853056 ns',
+    `devpivot-progress: ${json}`,
   ]);
+  // between two chunks of the program's line
+  t.deepEqual(splitter.push(`devpivot-progress: ${json.slice(0, 20)}[  223.000001] clocksource: x\n`), [
+    '[  223.000001] clocksource: x',
+  ]);
+  t.deepEqual(splitter.push(`${json.slice(20)}\n`), [`devpivot-progress: ${json}`]);
+  // lines that start with a kernel timestamp, or have none, are as they were
+  t.deepEqual(splitter.push('[    0.000000] Linux version 6.1.0\n[  OK  ] Finished x.service.\nno time [here] 1.5\n'), [
+    '[    0.000000] Linux version 6.1.0',
+    '[  OK  ] Finished x.service.',
+    'no time [here] 1.5',
+  ]);
+  // an interrupted line the stream ends in is flushed whole
+  t.deepEqual(splitter.push('fixture login: [  230.100000] hrtimer: y\n'), ['[  230.100000] hrtimer: y']);
+  t.deepEqual(splitter.flush(), ['fixture login:']);
 });
