@@ -144,6 +144,13 @@ export class LibvirtHost implements VmHost, NodeHost {
     const node = this.#nodes.get(domain);
     if (!node) return;
     const events = this.#lifecycle.lifecycle(node.name, domain, event, detail);
+    // QEMU ended right after a restart after a guest reboot started it: the same reboot, started again.
+    if (events.length === 1 && events[0]?.kind === 'vm.stopped' && events[0].reason === 'failed') {
+      if (node.restartFailedSoon()) {
+        this.warn(`${domain}: QEMU ended (failed) right after its restart; starting it again`);
+        return;
+      }
+    }
     // A restart's own stop is not one: its console is already the new process's.
     if (events.some((e) => e.kind === 'vm.stopped')) node.console.domainStopped();
     for (const e of events) this.emit(e);
