@@ -20,7 +20,7 @@ test('multi-hop: v1 → v2 by Ignition (the registry stops during the pull and c
     '✓ fault registry slow 1MiB/s',
     '✓ up',
     '✓ expect node1 pivot.pulling within 4m',
-    '✓ wait 5s',
+    '✓ wait 30s',
     '✓ fault registry down',
     '✓ wait 12s',
     '✓ fault registry up',
@@ -84,7 +84,7 @@ test('multi-hop: v1 → v2 by Ignition (the registry stops during the pull and c
   t.true(cut.length >= 1, `a transfer was cut:\n${timeline}`);
   // The outage begins when the `fault: down` step starts (the end of the wait before it): stopping closes the open
   // transfers, whose `registry.request` events can come before the `registry.stopped` that follows them.
-  const outage = run.events.find((e) => e.kind === 'step.pass' && e.name === 'wait 5s')!;
+  const outage = run.events.find((e) => e.kind === 'step.pass' && e.name === 'wait 30s')!;
   for (const request of cut) {
     t.true(
       request.at >= outage.at,
