@@ -5,8 +5,21 @@
  * A module the kernel has built in (modules.builtin: Debian's cloud kernel builds in pvpanic and ext4) is left
  * out; a module neither built in nor present is an error naming it.
  */
-import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { findProbeKernel } from '../../src/vm/accel.js';
 
 export interface GuestKernel {
@@ -40,4 +53,37 @@ export function guestKernel(dir: string, modules: readonly string[]): GuestKerne
     throw new Error(`kernel ${release} has no module ${module} (neither a file under ${root}/kernel nor built in)`);
   });
   return { kernel, release, modules: files.map((module) => `${root}/kernel/${module}`) };
+}
+
+/**
+ * A busybox initramfs at `path`: the `modules` (full paths) under /modules, `/init` from `init(their file names)`,
+ * and `files` (path in the archive → content, mode 0755). Renamed into place: another test file's guest may be
+ * starting from the old one.
+ */
+export function writeInitramfs(
+  path: string,
+  modules: string[],
+  init: (names: string[]) => string,
+  files: Record<string, string> = {},
+): void {
+  const work = mkdtempSync(join(tmpdir(), 'devpivot-test-initrd-'));
+  try {
+    for (const sub of ['bin', 'dev', 'proc', 'sys', 'modules']) mkdirSync(join(work, sub));
+    copyFileSync('/bin/busybox', join(work, 'bin/busybox'));
+    chmodSync(join(work, 'bin/busybox'), 0o755);
+    const names = modules.map((module) => basename(module));
+    for (const [i, module] of modules.entries()) copyFileSync(module, join(work, 'modules', names[i]!));
+    writeFileSync(join(work, 'init'), init(names), { mode: 0o755 });
+    for (const [name, content] of Object.entries(files)) writeFileSync(join(work, name), content, { mode: 0o755 });
+    const list = execFileSync('find', ['.', '-mindepth', '1'], { cwd: work, encoding: 'utf8' });
+    const archive = execFileSync('cpio', ['-o', '-H', 'newc', '--quiet'], {
+      cwd: work,
+      input: list,
+      maxBuffer: 64 << 20,
+    });
+    writeFileSync(`${path}.${process.pid}`, archive, { mode: 0o644 });
+    renameSync(`${path}.${process.pid}`, path);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 }

@@ -6,19 +6,9 @@
  * mounts; files are placed where the unprivileged qemu user can read them.
  */
 import { execFileSync } from 'node:child_process';
-import {
-  chmodSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
-import { guestKernel } from './guest-kernel.js';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { guestKernel, writeInitramfs } from './guest-kernel.js';
 
 export const GUEST_DIR = '/var/lib/libvirt/images/devpivot-test/vm';
 
@@ -81,26 +71,7 @@ export function buildTestGuest(dir = GUEST_DIR): TestGuest {
   const initrd = join(dir, 'initrd.cpio');
   const baseImage = join(dir, 'base.qcow2');
   chmodSync(kernel, 0o644);
-  const work = mkdtempSync(join(tmpdir(), 'devpivot-vm-initrd-'));
-  try {
-    for (const sub of ['bin', 'dev', 'proc', 'sys', 'modules']) mkdirSync(join(work, sub));
-    copyFileSync('/bin/busybox', join(work, 'bin/busybox'));
-    chmodSync(join(work, 'bin/busybox'), 0o755);
-    const names = modules.map((module) => basename(module));
-    for (const [i, module] of modules.entries()) copyFileSync(module, join(work, 'modules', names[i]!));
-    writeFileSync(join(work, 'init'), init(names), { mode: 0o755 });
-    const list = execFileSync('find', ['.', '-mindepth', '1'], { cwd: work, encoding: 'utf8' });
-    const archive = execFileSync('cpio', ['-o', '-H', 'newc', '--quiet'], {
-      cwd: work,
-      input: list,
-      maxBuffer: 64 << 20,
-    });
-    // renamed into place: another test file's guest may be starting from the old one
-    writeFileSync(`${initrd}.${process.pid}`, archive, { mode: 0o644 });
-    renameSync(`${initrd}.${process.pid}`, initrd);
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
+  writeInitramfs(initrd, modules, init);
   if (!existsSync(baseImage)) execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', baseImage, '16M']);
   chmodSync(baseImage, 0o644);
   return { kernel, initrd, cmdline: 'console=ttyS0 panic=-1', baseImage, dir };

@@ -5,20 +5,10 @@
  * "Ignition") and prints `net-guest: done` before powering off. Its lines start with `net-guest:`.
  */
 import { execFileSync } from 'node:child_process';
-import {
-  chmodSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { GUEST_DIR } from './guest.js';
-import { guestKernel } from './guest-kernel.js';
+import { guestKernel, writeInitramfs } from './guest-kernel.js';
 
 const MODULES = [
   'drivers/virtio/virtio_ring.ko',
@@ -77,27 +67,7 @@ export function buildNetGuest(dir = join(GUEST_DIR, 'net')): NetGuest {
   const initrd = join(dir, 'initrd.cpio');
   const baseImage = join(dir, 'base.qcow2');
   chmodSync(kernel, 0o644);
-  const work = mkdtempSync(join(tmpdir(), 'devpivot-net-initrd-'));
-  try {
-    for (const sub of ['bin', 'dev', 'proc', 'sys', 'modules']) mkdirSync(join(work, sub));
-    copyFileSync('/bin/busybox', join(work, 'bin/busybox'));
-    chmodSync(join(work, 'bin/busybox'), 0o755);
-    const names = modules.map((module) => basename(module));
-    for (const [i, module] of modules.entries()) copyFileSync(module, join(work, 'modules', names[i]!));
-    writeFileSync(join(work, 'init'), init(names), { mode: 0o755 });
-    writeFileSync(join(work, 'bin/banner'), BANNER, { mode: 0o755 });
-    const list = execFileSync('find', ['.', '-mindepth', '1'], { cwd: work, encoding: 'utf8' });
-    const archive = execFileSync('cpio', ['-o', '-H', 'newc', '--quiet'], {
-      cwd: work,
-      input: list,
-      maxBuffer: 64 << 20,
-    });
-    // renamed into place: another test file's guest may be starting from the old one
-    writeFileSync(`${initrd}.${process.pid}`, archive, { mode: 0o644 });
-    renameSync(`${initrd}.${process.pid}`, initrd);
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
+  writeInitramfs(initrd, modules, init, { 'bin/banner': BANNER });
   if (!existsSync(baseImage)) execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', baseImage, '16M']);
   chmodSync(baseImage, 0o644);
   return { kernel, initrd, cmdline: 'console=ttyS0 panic=-1 quiet', baseImage };
