@@ -8,6 +8,7 @@ export const PHASE_DEADLINES = {
   fixture: 30 * 60_000,
   oscontainer: 15 * 60_000,
   host: 60_000,
+  hostKeys: 2 * 60_000,
   image: 30 * 60_000,
   createNode: 3 * 60_000,
   startNode: 2 * 60_000,

@@ -4,6 +4,7 @@ import type { Fixture } from '../fixture/fixture.js';
 import type { HealthCheck } from '../ignition/health-check.js';
 import type { RegistryFaults, StartRegistryOptions } from '../registry/index.js';
 import type { VmHost } from '../vm/host.js';
+import type { HostKey } from './host-keys.js';
 import type { SessionKey } from './ssh.js';
 
 /**
@@ -138,6 +139,8 @@ export interface IgnitionRequest {
   kernelArgs?: { add: string[]; delete: string[] };
   /** Public keys for the `core` user (`passwd.users`), on every node, with or without a pivot target. */
   sshKeys?: string[];
+  /** sshd's host keys for the node (engine/host-keys.ts): written to /etc/ssh, pinned in the session's known_hosts. */
+  hostKeys?: HostKey[];
   /** A fragment merged into the generated config. */
   extra?: Record<string, unknown>;
   /** Driver `mcd`: the MCO image the units run, as the guest reaches it. */
@@ -189,4 +192,6 @@ export interface Deps {
   loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<FixtureArtifacts>;
   /** The session's ssh key pair (made once per session, kept in its state directory). */
   sessionKey(options: { stateDir: string; sessionId: string }): Promise<SessionKey>;
+  /** A node's ssh host keys, one per type sshd-keygen makes (made anew each call). */
+  hostKeys(): Promise<HostKey[]>;
 }

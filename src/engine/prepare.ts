@@ -13,6 +13,7 @@ import { stepNeedsSsh } from '../steps/index.js';
 import { guestFilterDir } from '../vm/guest-filter.js';
 import { newSessionId } from '../vm/sessions.js';
 import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
+import { type HostKey, writesHostKeys } from './host-keys.js';
 import { fixtureVersion, resolveImage } from './images.js';
 import { loadFixture, oscontainer } from './prepare-oscontainers.js';
 import { openRemoteHost, remoteDestination, remoteGuestAddress } from './remote-host.js';
@@ -44,6 +45,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   if (remote) await tunnelToRemote(context, world, remote, sessionId);
   const needsSsh = context.scenario.steps.some((step) => stepNeedsSsh(step));
   await prepareAccess(context, world, remote, sessionId, needsSsh);
+  const hostKeys = await prepareHostKeys(context, world);
   const fixtureMco = await pushFixtureMco(context, world);
   await pointFollowedTags(context, world);
   for (const def of context.scenario.nodes) {
@@ -51,7 +53,7 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
       def,
       driver: DRIVERS[def.driver],
       disk: world.disks.get(def.image)!,
-      ignition: renderIgnition(context, world, def, fixtureMco),
+      ignition: renderIgnition(context, world, def, fixtureMco, hostKeys.get(def.name)),
       registry: world.nodeRegistry.get(def.name)!,
       needsSsh,
     });
@@ -201,6 +203,30 @@ async function prepareAccess(
   await world.access.reserve(context.scenario.nodes.map((def) => def.name));
 }
 
+/**
+ * Each node's ssh host keys (engine/host-keys.ts), made in parallel and pinned in the session's known_hosts before
+ * any node boots. None when the session has no ssh key (ssh-keygen is missing: nothing logs in), nor for a node whose
+ * own Ignition config writes host keys (its keys win the merge; ssh then learns them at first contact).
+ */
+async function prepareHostKeys(context: PrepareContext, world: World): Promise<Map<string, HostKey[]>> {
+  const access = world.access;
+  const keys = new Map<string, HostKey[]>();
+  if (!access?.key) return keys;
+  const nodes = context.scenario.nodes.filter((def) => !writesHostKeys(def.ignition));
+  const made = await withDeadline("making the nodes' ssh host keys", PHASE_DEADLINES.hostKeys, context.signal, () =>
+    Promise.all(nodes.map(() => context.deps.hostKeys())),
+  );
+  // One after the other: each rewrites the session's known_hosts.
+  for (const [i, def] of nodes.entries()) {
+    await access.pinHostKeys(
+      def.name,
+      made[i]!.map((key) => key.publicKey),
+    );
+    keys.set(def.name, made[i]!);
+  }
+  return keys;
+}
+
 /** The fixture's MCO image, once, for the nodes whose driver runs one and that name none (docs/PROTOCOLS.md "mcd"). */
 async function pushFixtureMco(
   context: PrepareContext,
@@ -228,6 +254,7 @@ function renderIgnition(
   world: World,
   def: NodeDef,
   fixtureMco: ((hostPort: string) => string) | undefined,
+  hostKeys: HostKey[] | undefined,
 ): string {
   const spec = context.scenario.registry;
   const mirrors = spec.kind === 'embedded' ? spec.mirror?.prefixes : undefined;
@@ -250,6 +277,7 @@ function renderIgnition(
     },
     ...(def.kernelArgs.add.length + def.kernelArgs.delete.length > 0 ? { kernelArgs: def.kernelArgs } : {}),
     ...(sshKeys.length > 0 ? { sshKeys } : {}),
+    ...(hostKeys ? { hostKeys } : {}),
     ...(def.ignition ? { extra: def.ignition } : {}),
     ...(takesMcoImage(def) && def.pivot ? { mcoImage } : {}),
     ...(def.healthCheck ? { healthCheck: healthCheckOf(def.healthCheck) } : {}),

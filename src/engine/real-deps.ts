@@ -21,6 +21,7 @@ import { type RunningRegistry, startRegistry } from '../registry/index.js';
 import { makeCa, registryTls } from '../registry/tls.js';
 import { openHost } from '../vm/libvirt/index.js';
 import type { Deps, PushedImage } from './deps.js';
+import { makeHostKeys } from './host-keys.js';
 import { underPaths } from './mirror.js';
 import { ensureSessionKey } from './ssh.js';
 
@@ -176,7 +177,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       return { digest };
     },
 
-    generateIgnition({ driver, image, spec, registry, kernelArgs, sshKeys, extra, mcoImage, healthCheck }) {
+    generateIgnition({ driver, image, spec, registry, kernelArgs, sshKeys, hostKeys, extra, mcoImage, healthCheck }) {
       // A scenario's extra config may leave out ignition.version: it is merged into ours, so take ours (the
       // node's spec; 3.0.0, the generator's default, for a request without one).
       const merged =
@@ -191,6 +192,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
         registry,
         ...(kernelArgs ? { kernelArgs } : {}),
         ...(sshKeys?.length ? { sshKeys } : {}),
+        ...(hostKeys?.length ? { hostKeys } : {}),
         ...(merged ? { extra: merged } : {}),
         ...(mcoImage ? { mcoImage } : {}),
         ...(healthCheck ? { healthCheck } : {}),
@@ -219,6 +221,10 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
 
     sessionKey({ stateDir, sessionId }) {
       return ensureSessionKey(stateDir, sessionId);
+    },
+
+    hostKeys() {
+      return makeHostKeys();
     },
   };
 }

@@ -11,7 +11,7 @@ import { domainName, type GuestNetworkSpec } from '../vm/domain-xml.js';
 import { GuestFilter, type GuestFilterSockets, guestFilterDir } from '../vm/guest-filter.js';
 import { GUEST_HOST_ADDRESS } from '../vm/guest-network.js';
 import type { SshDestination } from '../vm/remote/ssh-destination.js';
-import { forgetHostKey, removeSessionKey, type SessionKey, type SshTarget } from './ssh.js';
+import { forgetHostKey, pinHostKeys, removeSessionKey, type SessionKey, type SshTarget } from './ssh.js';
 
 interface NodeAccess {
   sshPort: number;
@@ -23,6 +23,8 @@ export type ForwardedSockets = ReadonlyMap<string, { local: GuestFilterSockets; 
 
 export class SessionAccess {
   readonly #nodes = new Map<string, NodeAccess>();
+  /** Nodes whose host keys devpivot made and recorded: ssh accepts those keys and no other. */
+  readonly #pinned = new Set<string>();
   #closed = false;
 
   private constructor(
@@ -115,11 +117,22 @@ export class SessionAccess {
     return access;
   }
 
+  /**
+   * Record the host keys devpivot made for `node` (its Ignition writes them) as the only ones its ssh accepts,
+   * replacing what the session knew for it.
+   */
+  async pinHostKeys(node: string, publicKeys: readonly string[]): Promise<void> {
+    if (!this.key) return;
+    await pinHostKeys(this.key, domainName(this.sessionId, node), publicKeys);
+    this.#pinned.add(node);
+  }
+
   /** A node's network: its ssh port (the same again when the node is created again) and its running filter. */
   async forNode(node: string): Promise<GuestNetworkSpec> {
     const access = await this.#access(node);
-    // A node created again is a new machine with new host keys.
-    if (this.key) await forgetHostKey(this.key, domainName(this.sessionId, node));
+    // A node created again is a new machine: with keys of its own making, new ones (its pinned keys are its
+    // Ignition's, the same again).
+    if (this.key && !this.#pinned.has(node)) await forgetHostKey(this.key, domainName(this.sessionId, node));
     const sockets = this.remote?.sockets.get(node)?.guest ?? access.filter?.sockets;
     return { sshPort: access.sshPort, ...(access.filter && sockets ? { filter: sockets } : {}) };
   }
@@ -132,6 +145,7 @@ export class SessionAccess {
       session: this.key,
       alias: domainName(this.sessionId, node),
       port: access.sshPort,
+      pinned: this.#pinned.has(node),
       ...(this.remote ? { via: this.remote.via } : {}),
     };
   }

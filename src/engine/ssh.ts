@@ -85,6 +85,11 @@ export interface SshTarget {
   alias: string;
   /** The loopback port forwarded to the node's port 22. */
   port: number;
+  /**
+   * The node's host keys were recorded before it booted (`pinHostKeys`): ssh accepts no other
+   * (StrictHostKeyChecking=yes). Otherwise its key is learnt at first contact.
+   */
+  pinned?: boolean;
   /** Default: `core`. */
   user?: string;
   /** The node runs on this remote libvirt host: its port is on that host's loopback, reached through its login. */
@@ -92,10 +97,10 @@ export interface SshTarget {
 }
 
 /**
- * The ssh command line. The nodes are the session's own ephemeral machines: a node's host key is learnt at first
- * contact (StrictHostKeyChecking=accept-new) into the session's known_hosts and nowhere else, and a changed key is
- * then refused; the
- * user's ssh configuration, agent and keys are left out so the session key is the only one offered.
+ * The ssh command line. A node's host keys are the session's known_hosts entries under its domain name, and nowhere
+ * else: the keys devpivot gave it (`pinned`: any other key is refused), or else the key learnt at first contact
+ * (StrictHostKeyChecking=accept-new), a changed one then refused. The user's ssh configuration, agent and keys are
+ * left out so the session key is the only one offered.
  */
 export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: boolean; batch?: boolean } = {}) {
   const { session, alias, port } = target;
@@ -113,7 +118,7 @@ export function sshArgs(target: SshTarget, options: { command?: string[]; tty?: 
     '-o',
     'GlobalKnownHostsFile=/dev/null',
     '-o',
-    'StrictHostKeyChecking=accept-new',
+    `StrictHostKeyChecking=${target.pinned ? 'yes' : 'accept-new'}`,
     '-o',
     `HostKeyAlias=${alias}`,
     '-o',
@@ -174,6 +179,31 @@ export async function runOverSsh(
     throw new DevpivotError('SSH_MISSING', `cannot run ssh: ${exit.spawnError.message}`, { exitCode: ExitCode.usage });
   const stopped = timedOut || options.signal?.aborted === true;
   return { code: stopped ? null : (exit.code ?? SSH_FAILED), output };
+}
+
+/**
+ * Record `publicKeys` (`ssh-ed25519 AAAA…`) as the node's host keys under `alias`, replacing any it had: the keys
+ * devpivot made for it. The file is created private (0600) in the session's private directory.
+ */
+export async function pinHostKeys(session: SessionKey, alias: string, publicKeys: readonly string[]): Promise<void> {
+  let text = '';
+  try {
+    text = await readFile(session.knownHosts, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const kept = text.split('\n').filter((line) => line !== '' && line.split(' ')[0] !== alias);
+  const pinned = publicKeys.map((key) => `${alias} ${key.trim().split(/\s+/).slice(0, 2).join(' ')}`);
+  await writeFile(session.knownHosts, `${[...kept, ...pinned].join('\n')}\n`, { mode: 0o600 });
+}
+
+/** Whether the session's known_hosts has keys for `alias` (pinned, or learnt at an earlier contact). */
+export async function knowsHostKeys(session: SessionKey, alias: string): Promise<boolean> {
+  try {
+    return (await readFile(session.knownHosts, 'utf8')).split('\n').some((line) => line.split(' ')[0] === alias);
+  } catch {
+    return false;
+  }
 }
 
 /** Forget the host key recorded for a node (it was created again: a new machine, new keys). */

@@ -131,10 +131,25 @@ export function reportFragment(): Fragment {
   };
 }
 
-export function accessFragment(options: { sshKeys?: string[]; hostname?: string }): Fragment {
+/** A host key pair for sshd, written where sshd-keygen@.service would have made it (`/etc/ssh/ssh_host_TYPE_key`). */
+export interface HostKeyFile {
+  type: 'rsa' | 'ecdsa' | 'ed25519';
+  privateKey: string;
+  publicKey: string;
+}
+
+export function accessFragment(options: { sshKeys?: string[]; hostname?: string; hostKeys?: HostKeyFile[] }): Fragment {
   const fragment: Fragment = { files: [], units: [], users: [] };
   if (options.sshKeys && options.sshKeys.length > 0) {
     fragment.users.push({ name: 'core', sshAuthorizedKeys: [...new Set(options.sshKeys.map((k) => k.trim()))] });
+  }
+  // Modes as ssh-keygen makes them: sshd refuses a private host key others can read.
+  for (const key of options.hostKeys ?? []) {
+    const path = `/etc/ssh/ssh_host_${key.type}_key`;
+    fragment.files.push(
+      { path, contents: key.privateKey, mode: 0o600 },
+      { path: `${path}.pub`, contents: `${key.publicKey.trim()}\n`, mode: 0o644 },
+    );
   }
   if (options.hostname !== undefined) {
     if (

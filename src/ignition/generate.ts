@@ -8,6 +8,7 @@ import {
   accessFragment,
   combine,
   driverFragment,
+  type HostKeyFile,
   type KernelArg,
   parseKernelArg,
   type RegistryTrust,
@@ -43,6 +44,8 @@ export interface IgnitionOptions {
   /** `ADD:arg` / `DELETE:arg` strings, parsed entries, or `{add, delete}` lists. */
   kernelArgs?: Array<string | KernelArg> | { add?: string[]; delete?: string[] };
   sshKeys?: string[];
+  /** sshd's host keys (`/etc/ssh/ssh_host_TYPE_key` and `.pub`): the node skips making its own on first boot. */
+  hostKeys?: HostKeyFile[];
   hostname?: string;
   /** The user's own config (parsed JSON), merged over devpivot's with the spec's merge semantics. */
   extra?: object;
@@ -110,7 +113,7 @@ export function generateIgnition(options: IgnitionOptions): IgnitionConfig {
       ? trustFragment(options.registry, { legacyRegistriesConf: majorOf(spec) === 2 })
       : { files: [], units: [], users: [] },
     options.report === false ? { files: [], units: [], users: [] } : reportFragment(),
-    accessFragment({ sshKeys: options.sshKeys, hostname: options.hostname }),
+    accessFragment({ sshKeys: options.sshKeys, hostname: options.hostname, hostKeys: options.hostKeys }),
     options.healthCheck ? healthCheckFragment(options.healthCheck) : { files: [], units: [], users: [] },
   );
   const secret = options.registry?.pullSecret;

@@ -140,6 +140,13 @@ test('kernel-args: the whitelisted argument reaches the new deployment, the othe
     run.steps.includes(`✓ ssh node1 'grep ^VERSION= /etc/os-release' =~ /VERSION="2"/ within 3m`),
     run.steps.join('\n'),
   );
+  // The host keys came from Ignition (devpivot made and pinned them): sshd-keygen@.service's condition skipped it
+  // on the first boot, so none of its "Server Key Generation" lines, and the ssh step (StrictHostKeyChecking=yes
+  // for a pinned node) logged in: the node served the pinned keys.
+  t.false(
+    lines.some((line) => /Server Key Generation/.test(line)),
+    'no host key was made on the node',
+  );
   // (os-image) the shipped steps' `booted: fixture:2` became the given pullspec
   t.true(run.steps.includes(`✓ assert node1 booted ${image.pinned} reboots=1`), run.steps.join('\n'));
 

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import { DevpivotError, ExitCode } from '../../src/core/errors.js';
@@ -101,9 +102,32 @@ steps: [up]
       registry: { hostPort: '10.0.2.2:45679', insecure: true },
       kernelArgs: { add: ['a=1'], delete: ['quiet'] },
       sshKeys: request?.sshKeys,
+      hostKeys: [{ type: 'ed25519', privateKey: 'FAKE PRIVATE 1\n', publicKey: 'ssh-ed25519 FAKE1' }],
       extra: { storage: { files: [{ path: '/etc/x' }] } },
     },
   ]);
+});
+
+test('each node gets host keys of its own, pinned under its domain before it boots; a node whose config writes host keys gets none', async (t) => {
+  const { world } = await runText(`nodes:
+  a: { pivot: fixture:2 }
+  b: { pivot: fixture:2 }
+  own:
+    pivot: fixture:2
+    ignition: { storage: { files: [ { path: /etc/ssh/ssh_host_ed25519_key } ] } }
+steps: [up]
+`);
+  const byNode = (name: string) => world.ignition[['a', 'b', 'own'].indexOf(name)]!;
+  const a = byNode('a').hostKeys?.[0]?.publicKey;
+  const b = byNode('b').hostKeys?.[0]?.publicKey;
+  t.regex(a ?? '', /^ssh-ed25519 FAKE\d$/);
+  t.regex(b ?? '', /^ssh-ed25519 FAKE\d$/);
+  t.not(a, b, 'each its own');
+  t.is(byNode('own').hostKeys, undefined);
+  const pinned = readFileSync(world.knownHosts!, 'utf8').trim().split('\n');
+  t.is(pinned.length, 2, pinned.join('\n'));
+  t.regex(pinned.find((line) => line.endsWith(` ${a}`)) ?? '', /^devpivot-[0-9a-f]{8}-a ssh-ed25519 FAKE\d$/);
+  t.regex(pinned.find((line) => line.endsWith(` ${b}`)) ?? '', /^devpivot-[0-9a-f]{8}-b ssh-ed25519 FAKE\d$/);
 });
 
 test('mcd nodes: the fixture MCO image is pushed once and named by digest; an mco-image is passed as written', async (t) => {

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { EventBus } from '../../src/core/bus.js';
 import type { Deps, FixtureArtifacts, IgnitionRequest, RegistryHandle } from '../../src/engine/deps.js';
 import { type RunResult, runScenario } from '../../src/engine/engine.js';
@@ -5,6 +6,7 @@ import { corruptsFor } from '../../src/registry/blob-stream.js';
 import { localEnvironment, type ScenarioEnvironment } from '../../src/scenario/environment.js';
 import { parseScenario } from '../../src/scenario/parse.js';
 import type { NodeSpec, VmHost, VmNode } from '../../src/vm/host.js';
+import { tempDir } from '../helpers/temp.js';
 
 /**
  * A fake VM host for the engine's unit tests (engine logic only; the real host is tested in test/vm and e2e).
@@ -204,10 +206,13 @@ export interface FakeWorld {
   mcoPushes: string[];
   /** tagOscontainer calls: `from -> repository:tag`. */
   tags: string[];
+  /** The session key's known_hosts file (a fresh temporary one per run). */
+  knownHosts?: string;
 }
 
 /** Deps whose VM host, registry and builder are fakes; Ignition requests are recorded and echoed as JSON. */
 export function fakeDeps(options: FakeOptions = {}): FakeWorld {
+  let hostKeyPairs = 0;
   const world: FakeWorld = {
     host: undefined,
     registry: undefined,
@@ -276,11 +281,18 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
       return fixture;
     },
     async sessionKey({ sessionId }) {
+      world.knownHosts = join(tempDir('devpivot-fake-ssh-'), 'known_hosts');
       return {
         key: '/nonexistent/id_ed25519',
         publicKey: `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFAKE devpivot-${sessionId}`,
-        knownHosts: '/nonexistent/known_hosts',
+        knownHosts: world.knownHosts,
       };
+    },
+    async hostKeys() {
+      hostKeyPairs += 1;
+      return [
+        { type: 'ed25519', privateKey: `FAKE PRIVATE ${hostKeyPairs}\n`, publicKey: `ssh-ed25519 FAKE${hostKeyPairs}` },
+      ];
     },
   };
   return world;

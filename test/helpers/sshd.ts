@@ -24,11 +24,16 @@ export interface TestSshd {
   stop(): Promise<void>;
 }
 
-export async function startSshd(options: { allowForwarding?: boolean } = {}): Promise<TestSshd> {
+/** `hostKeys`: private host key texts to serve instead of one ed25519 key of its own. */
+export async function startSshd(options: { allowForwarding?: boolean; hostKeys?: string[] } = {}): Promise<TestSshd> {
   if (!existsSync(SSHD)) throw new Error(`${SSHD} is missing: install Debian's openssh-server (npm run setup does)`);
   const dir = tempDir('devpivot-sshd-');
-  for (const key of ['host_key', 'client_key'])
+  for (const key of [...(options.hostKeys ? [] : ['host_key']), 'client_key'])
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'devpivot-test', '-f', join(dir, key)]);
+  const hostKeyFiles = (options.hostKeys ?? []).map((text, i) => {
+    writeFileSync(join(dir, `host_key_${i}`), text, { mode: 0o600 });
+    return join(dir, `host_key_${i}`);
+  });
   writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'client_key.pub')));
   const port = await freeLoopbackPort();
   writeFileSync(
@@ -36,7 +41,7 @@ export async function startSshd(options: { allowForwarding?: boolean } = {}): Pr
     [
       `Port ${port}`,
       'ListenAddress 127.0.0.1',
-      `HostKey ${join(dir, 'host_key')}`,
+      ...(options.hostKeys ? hostKeyFiles.map((file) => `HostKey ${file}`) : [`HostKey ${join(dir, 'host_key')}`]),
       `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
       'PubkeyAuthentication yes',
       'PasswordAuthentication no',

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { execa } from 'execa';
 import { DRIVERS, pivotDrivers } from '../../src/drivers/index.js';
+import { makeHostKeys } from '../../src/engine/host-keys.js';
 import { generateIgnition, type IgnitionOptions } from '../../src/ignition/generate.js';
 import { mergeSpec3 } from '../../src/ignition/merge.js';
 import { decodeDataUrl, type IgnitionConfig } from '../../src/ignition/render.js';
@@ -358,6 +359,29 @@ test('a node without a target: the boot report, trust and access, no update unit
   t.true(units(config).some((u) => u.name === 'devpivot-report.service' && u.enabled === true));
   const result = await runIgnitionValidate(config);
   t.true(result.checked && result.ok, result.output);
+});
+
+test("host keys: each type's private key at sshd-keygen's path (0600) and its public key (0644); valid in spec 2.2 and 3.x", async (t) => {
+  const hostKeys = await makeHostKeys();
+  for (const [driver, spec] of [
+    ['legacy', '2.2.0'],
+    ['bootc', '3.3.0'],
+  ] as const) {
+    const config = generateIgnition({ ...full(driver, spec), hostKeys });
+    for (const key of hostKeys) {
+      const path = `/etc/ssh/ssh_host_${key.type}_key`;
+      t.is(fileText(config, path), key.privateKey, `${spec} ${path}`);
+      t.is(files(config).find((f) => f.path === path)?.mode, 0o600);
+      t.is(fileText(config, `${path}.pub`), `${key.publicKey}\n`);
+      t.is(files(config).find((f) => f.path === `${path}.pub`)?.mode, 0o644);
+    }
+    if (spec === '2.2.0') t.deepEqual(validateSpec2(config), []);
+    else {
+      const result = await runIgnitionValidate(config);
+      t.true(result.checked && result.ok, `${spec}: ${result.output}`);
+    }
+  }
+  t.false(JSON.stringify(generateIgnition(full('bootc', '3.3.0'))).includes('ssh_host_'), 'none unless given');
 });
 
 // systemd expands `%x` specifiers in Exec lines (systemd.unit(5) "Specifiers"): a literal `%` must be written `%%`,

@@ -2,7 +2,7 @@ import { DevpivotError, ExitCode, UsageError } from '../../core/errors.js';
 import { runInteractive } from '../../core/exec.js';
 import { stateDir } from '../../core/paths.js';
 import { remoteDestination } from '../../engine/remote-host.js';
-import { readSessionKey, sshArgs } from '../../engine/ssh.js';
+import { knowsHostKeys, readSessionKey, sshArgs } from '../../engine/ssh.js';
 import { Connection } from '../../vm/libvirt/connection.js';
 import { listDevpivotDomains } from '../../vm/libvirt/inventory.js';
 import { assertValidSessionId } from '../../vm/sessions.js';
@@ -19,7 +19,9 @@ export const command: Command = {
     'through that host’s ssh login (the URI’s user, port and keyfile) to the port on its loopback. Without a command:\n' +
     'an interactive login; with one (after --): runs it there and exits with its exit status (255: ssh failed).\n' +
     'Works for the fixture and for any RHCOS/FCOS node devpivot created: Ignition gave core the session key.\n' +
-    'Host keys are accepted without asking and kept in the session’s own known_hosts.',
+    'Each node’s host keys are made by devpivot and given by Ignition, recorded in the session’s own known_hosts\n' +
+    'before it boots: any other key is refused. A node whose own Ignition writes host keys has its key learnt at\n' +
+    'first contact instead.',
   options: {
     session: { type: 'string', valueName: 'ID', description: 'Session of the node (default: the last one)' },
     connect: connectOption('LIBVIRT_DEFAULT_URI, else the session’s, else qemu:///system for root'),
@@ -67,7 +69,11 @@ export const command: Command = {
       });
     const result = await runInteractive(
       'ssh',
-      sshArgs({ session: key, alias: domain, port, ...(via ? { via } : {}) }, { command: remote }),
+      // Keys on record (devpivot's own for the node, or learnt before): no other is accepted.
+      sshArgs(
+        { session: key, alias: domain, port, pinned: await knowsHostKeys(key, domain), ...(via ? { via } : {}) },
+        { command: remote },
+      ),
     );
     if (result.spawnError)
       throw new DevpivotError('SSH_MISSING', `cannot run ssh: ${result.spawnError.message}`, {
