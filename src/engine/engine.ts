@@ -11,6 +11,7 @@ import { cleanupRun, releaseWorld, removeNodes } from './cleanup.js';
 import type { Deps } from './deps.js';
 import { NodeWatches } from './node-watch.js';
 import { emptyWorld, prepare, type World } from './prepare.js';
+import { RefusedBootPause } from './refused-boot.js';
 import { EngineRuntime } from './runtime.js';
 import { StagedWatchdog } from './staged-watchdog.js';
 
@@ -147,6 +148,8 @@ class Engine {
     const started = Date.now();
     const dispose = this.bus.subscribe((event) => this.watches.observe(event));
     const disposeStaged = this.bus.subscribe((event) => this.staged.observe(event));
+    const refused = new RefusedBootPause(this.bus, this.watches);
+    const disposeRefused = this.bus.subscribe((event) => refused.observe(event));
     // A second Ctrl-C: remove what exists right now, without waiting for the cleanup in progress.
     const offEmergency = this.options.onEmergency?.(async () => {
       if (!this.keep()) await this.world.host?.destroyAll();
@@ -176,6 +179,7 @@ class Engine {
     } finally {
       dispose();
       disposeStaged();
+      disposeRefused();
       this.staged.dispose();
       this.detach();
       kept = this.keep() && this.world.host !== undefined;

@@ -68,6 +68,12 @@ export interface VmNode {
    * off a node that is already off is not an error.
    */
   powerOff(): Promise<void>;
+  /**
+   * Stop its CPU and keep the guest as it is (virDomainSuspend): for a node whose boot failed where its firmware or
+   * bootloader would retry for ever, burning a host core. powerOff() and destroy() work on it as on a running one;
+   * `virsh resume` lets it go on. A node that is not running is left as it is.
+   */
+  pause(): Promise<void>;
   /** Destroy, undefine and delete this node's volumes. Never throws (problems become warnings); idempotent. */
   destroy(): Promise<void>;
 }

@@ -95,6 +95,17 @@ test('corrupt-oscontainer: the corrupted pull is refused and reported, the node 
   const refused = unsignedEvents.indexOf(unsigned[0]!);
   t.true(reboot >= 0 && refused > reboot);
   t.false(unsignedEvents.slice(reboot, refused).some((e) => e.kind === 'guest.booted'));
+  // Then it is paused (engine/refused-boot.ts): GRUB's retry, every ~10 s, prints the refusal no more.
+  const paused = run.events.findIndex(
+    (e) => e.kind === 'log' && e.message.startsWith('node unsigned paused: its boot was refused'),
+  );
+  t.true(paused > run.events.indexOf(unsigned[0]!), 'paused after the refusal was named');
+  t.false(
+    run.events
+      .slice(paused)
+      .some((e) => e.kind === 'vm.console' && e.node === 'unsigned' && e.line.includes('bad shim signature')),
+    'no retry after the pause',
+  );
 
   // mcd: the MCD's firstboot rebase to v2, then the same image again: refused by rpm-ostree before any pull (the
   // same digest), not a pivot

@@ -251,6 +251,37 @@ steps:
   ]);
 });
 
+test('a node whose boot Secure Boot refused is paused once the failure is named; a node failing otherwise is not', async (t) => {
+  const { result, steps, events, world } = await runText(
+    `nodes:
+  refused: {}
+  panicked: {}
+steps:
+  - up
+  - expect: { node: refused, event: failure, match: shim, within: 2s }
+  - expect: { node: panicked, event: failure, match: panic, within: 2s }
+  - wait: 50ms
+`,
+    {
+      onBoot: (node) => {
+        const line =
+          node.name === 'refused'
+            ? 'error: bad shim signature.'
+            : 'Kernel panic - not syncing: VFS: Unable to mount root fs';
+        setTimeout(() => node.say(line), 20);
+        return true;
+      },
+    },
+  );
+  t.true(result.ok, steps.join('\n'));
+  const node = (name: string) => world.host!.nodes.find((n) => n.name === name)!;
+  t.is(node('refused').pauses, 1);
+  t.is(node('panicked').pauses, 0);
+  const log = events.find((e) => e.kind === 'log' && e.message.startsWith('node refused paused'));
+  t.truthy(log, 'the pause is said');
+  t.regex((log as { message: string }).message, /virsh resume devpivot-test-engine-refused/);
+});
+
 test('a failure during a wait fails the wait at once', async (t) => {
   const started = Date.now();
   const { steps } = await runText(

@@ -86,6 +86,14 @@ export class FakeNode implements VmNode {
     this.bus.emit({ kind: 'vm.stopped', node: this.spec.name, domain: this.domain, reason: 'destroyed' });
   }
 
+  /** pause() calls; a paused node says nothing more on its console. */
+  pauses = 0;
+
+  async pause() {
+    this.pauses += 1;
+    this.#run?.abort();
+  }
+
   async destroy() {
     if (this.running) await this.powerOff();
     this.destroyed = true;
@@ -107,7 +115,7 @@ export class FakeNode implements VmNode {
     })().catch(() => {});
   }
 
-  async pause(signal: AbortSignal) {
+  async tick(signal: AbortSignal) {
     await new Promise((resolve) => setTimeout(resolve, this.host.options.tick ?? 3));
     if (signal.aborted) throw new Error('powered off');
   }
@@ -115,14 +123,14 @@ export class FakeNode implements VmNode {
   /** The fixture's behaviour: Ignition on first boot, report the boot, run the pivot agent if asked. */
   async program(signal: AbortSignal) {
     const report = (json: object) => this.say(`devpivot-report: ${JSON.stringify(json)}`);
-    await this.pause(signal);
+    await this.tick(signal);
     if (this.firstBoot) {
       const config = JSON.parse(this.spec.ignition) as { image?: string };
       this.pullspec = config.image;
       this.firstBoot = false;
       this.say('[    9.100000] Ignition finished successfully');
       report({ event: 'ignition', ok: true });
-      await this.pause(signal);
+      await this.tick(signal);
     }
     report({ event: 'booted', bootId: `b${this.boots}`, version: this.deployed, commit: COMMITS[this.deployed] });
     if (!this.pullspec) return;
@@ -130,7 +138,7 @@ export class FakeNode implements VmNode {
     report({ event: 'pivot', phase: 'pulling', target });
     const registry = this.host.registry;
     for (let attempt = 1; ; attempt++) {
-      await this.pause(signal);
+      await this.tick(signal);
       if (registry?.up) break;
       this.say('pivot: skopeo: connection refused');
       if (attempt >= 20) {
@@ -149,11 +157,11 @@ export class FakeNode implements VmNode {
       return;
     }
     report({ event: 'pivot', phase: 'staging', target });
-    await this.pause(signal);
-    await this.pause(signal);
+    await this.tick(signal);
+    await this.tick(signal);
     this.deployed = want;
     report({ event: 'pivot', phase: 'staged', target });
-    await this.pause(signal);
+    await this.tick(signal);
     report({ event: 'pivot', phase: 'rebooting', target });
     this.say('[   61.2] reboot: Restarting system');
     // The host's contract: one vm.reboot per guest reboot.

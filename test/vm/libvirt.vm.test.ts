@@ -154,6 +154,14 @@ async function bootAndReboot(
     t.like(row, { session: sessionId, state: 'running' });
     t.regex(row?.uptime ?? '', /^\d+(s|m)/);
 
+    // pause: the CPU stops, the domain stays (paused); again is a no-op; a paused node powers off as a running one
+    await node.pause();
+    await node.pause();
+    const paused = await runCli(['ps', '--json', '--connect', uri], { env: { DEVPIVOT_STATE_DIR: stateDir } });
+    t.like(
+      (JSON.parse(paused.stdout) as { name: string; state: string }[]).find((r) => r.name === node.domain),
+      { state: 'paused' },
+    );
     await node.powerOff();
     const stopped = await waitFor('vm.stopped', (e) => e.domain === node.domain, 20_000);
     t.is(stopped.reason, 'destroyed');

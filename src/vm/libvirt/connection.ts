@@ -79,6 +79,11 @@ export class Domain {
     await callAsync(`resume of ${this.name}`, libvirt().virDomainResume, [this.ptr], { uri: this.#uri });
   }
 
+  /** Stop the vCPUs; the guest stays in memory as it is (resume() goes on). */
+  async suspend(): Promise<void> {
+    await callAsync(`suspend of ${this.name}`, libvirt().virDomainSuspend, [this.ptr], { uri: this.#uri });
+  }
+
   async isActive(): Promise<boolean> {
     return (
       (await callAsync(`state of ${this.name}`, libvirt().virDomainIsActive, [this.ptr], { uri: this.#uri })) === 1

@@ -104,6 +104,7 @@ function declare() {
       'int virDomainCreateWithFlags(void *dom, unsigned int flags)',
     ),
     virDomainResume: f<[dom: Ptr], number>('int virDomainResume(void *dom)'),
+    virDomainSuspend: f<[dom: Ptr], number>('int virDomainSuspend(void *dom)'),
     virDomainIsActive: f<[dom: Ptr], number>('int virDomainIsActive(void *dom)'),
     virDomainSetMetadata: f<
       [dom: Ptr, type: number, metadata: string, key: string, uri: string, flags: number],

@@ -199,6 +199,20 @@ export class LibvirtNode implements VmNode {
     }
   }
 
+  pause(): Promise<void> {
+    return this.#serial(async () => {
+      const domain = await this.#lookup();
+      try {
+        if (await domain.isActive()) await domain.suspend();
+      } catch (error) {
+        // It stopped meanwhile, or is paused already: nothing runs.
+        if (!(error instanceof LibvirtError && error.is(VirErr.operationInvalid))) throw error;
+      } finally {
+        domain.free();
+      }
+    });
+  }
+
   /** Destroy, undefine and delete this node's volumes. Never throws. */
   destroy(): Promise<void> {
     return this.#serial(() => this.#destroy());
