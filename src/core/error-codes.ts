@@ -207,6 +207,10 @@ const CATALOG = {
     hint: 'pass --ostree-repo REPO --commit COMMIT, --from-dir ROOTFS --version V, or --fixture N',
   },
   BUILD_NEEDS_VERSION: { title: 'The oscontainer needs a version', hint: 'pass --version, e.g. --version 2.0' },
+  BUILD_ZSTD_FAILED: {
+    title: 'zstd could not compress the layer',
+    hint: 'install zstd (npm run setup does), or build with compression gzip',
+  },
   NOT_AN_OSCONTAINER: { title: 'The image is not an oscontainer or bootable container image' },
   NO_MATCHING_PLATFORM: {
     title: 'The image index has no linux/amd64 image',

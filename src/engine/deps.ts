@@ -73,6 +73,8 @@ export interface BuildOscontainerOptions {
   source: CommitOrRootfs;
   /** docs/PROTOCOLS.md "Oscontainer formats"; legacy when omitted. */
   format?: 'legacy' | 'native';
+  /** native: the layers' compression (gzip when omitted). */
+  compression?: 'gzip' | 'zstd';
   /** native: chunk into this many layers, by the packages `components` lists (the fixture's). */
   layers?: number;
   components?: string;
@@ -192,6 +194,6 @@ export interface Deps {
   loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<FixtureArtifacts>;
   /** The session's ssh key pair (made once per session, kept in its state directory). */
   sessionKey(options: { stateDir: string; sessionId: string }): Promise<SessionKey>;
-  /** A node's ssh host keys, one per type sshd-keygen makes (made anew each call). */
-  hostKeys(): Promise<HostKey[]>;
+  /** A node's ssh host keys, one per type sshd-keygen makes (made anew each call; work files under `tempParent`). */
+  hostKeys(tempParent: string): Promise<HostKey[]>;
 }

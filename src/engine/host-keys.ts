@@ -31,9 +31,10 @@ export function hostKeyPath(type: HostKeyType): string {
 /**
  * One node's host keys, all types made in parallel in a private temporary directory that is removed before this
  * returns: the private keys live on only in the node's Ignition config (private to the caller, as the pull secret).
+ * `tempParent`: where that directory is made (default: the system's temporary directory).
  */
-export async function makeHostKeys(): Promise<HostKey[]> {
-  const dir = await mkdtemp(join(tmpdir(), 'devpivot-hostkeys-'));
+export async function makeHostKeys(tempParent = tmpdir()): Promise<HostKey[]> {
+  const dir = await mkdtemp(join(tempParent, 'devpivot-hostkeys-'));
   try {
     return await Promise.all(
       HOST_KEY_TYPES.map(async (type) => {

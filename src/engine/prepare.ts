@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { privateDir } from '../core/private-dir.js';
 import { DRIVERS } from '../drivers/index.js';
 import type { HealthCheck } from '../ignition/health-check.js';
 import { pullSecret } from '../registry/auth.js';
@@ -17,6 +18,7 @@ import { type HostKey, writesHostKeys } from './host-keys.js';
 import { fixtureVersion, resolveImage } from './images.js';
 import { loadFixture, oscontainer } from './prepare-oscontainers.js';
 import { openRemoteHost, remoteDestination, remoteGuestAddress } from './remote-host.js';
+import { sessionSshDir } from './ssh.js';
 import { SessionAccess } from './ssh-access.js';
 import { pointFollowedTags } from './tags.js';
 import { guestHostPort, guestPullspec, guestTagPullspec, type PrepareContext, type World } from './world.js';
@@ -34,18 +36,20 @@ export {
 export async function prepare(context: PrepareContext, world: World): Promise<void> {
   // Before anything starts: a remote host that devpivot cannot tunnel to is a set-up error.
   const remote = remoteDestination(context.uri);
+  // The session id is known before the host opens: the nodes' Ignition carries the session's ssh key.
+  const sessionId = context.sessionId ?? newSessionId();
+  // The nodes' host keys are made beside the phases below (a second of ssh-keygen each, off the critical path).
+  const keysMade = makeHostKeys(context, sessionId);
   // What each phase makes is recorded in the World inside its work: a phase stopped right after it made
   // something still leaves it to cleanup (withDeadline waits for the work to settle).
   await startRegistry(context, world);
   await prepareOscontainers(context, world);
   await prepareDisks(context, world);
   await assignNodeRegistries(context, world);
-  // The session id is known before the host opens: the nodes' Ignition carries the session's ssh key.
-  const sessionId = context.sessionId ?? newSessionId();
   if (remote) await tunnelToRemote(context, world, remote, sessionId);
   const needsSsh = context.scenario.steps.some((step) => stepNeedsSsh(step));
   await prepareAccess(context, world, remote, sessionId, needsSsh);
-  const hostKeys = await prepareHostKeys(context, world);
+  const hostKeys = await pinHostKeys(world, await keysMade);
   const fixtureMco = await pushFixtureMco(context, world);
   await pointFollowedTags(context, world);
   for (const def of context.scenario.nodes) {
@@ -204,27 +208,38 @@ async function prepareAccess(
 }
 
 /**
- * Each node's ssh host keys (engine/host-keys.ts), made in parallel and pinned in the session's known_hosts before
- * any node boots. None when the session has no ssh key (ssh-keygen is missing: nothing logs in), nor for a node whose
- * own Ignition config writes host keys (its keys win the merge; ssh then learns them at first contact).
+ * Each node's ssh host keys (engine/host-keys.ts), made in parallel; never rejects: a failure is the result, for
+ * `pinHostKeys` to throw or ignore. None for a node whose own Ignition config writes host keys (its keys win the
+ * merge; ssh then learns them at first contact). ssh-keygen writes them in the session's private ssh directory
+ * (removed with the session), so a process that ends half-way leaves no private key in a shared temporary one.
  */
-async function prepareHostKeys(context: PrepareContext, world: World): Promise<Map<string, HostKey[]>> {
-  const access = world.access;
-  const keys = new Map<string, HostKey[]>();
-  if (!access?.key) return keys;
+function makeHostKeys(context: PrepareContext, sessionId: string): Promise<Map<string, HostKey[]> | Error> {
   const nodes = context.scenario.nodes.filter((def) => !writesHostKeys(def.ignition));
-  const made = await withDeadline("making the nodes' ssh host keys", PHASE_DEADLINES.hostKeys, context.signal, () =>
-    Promise.all(nodes.map(() => context.deps.hostKeys())),
+  const dir = sessionSshDir(context.stateDir, sessionId);
+  return withDeadline("making the nodes' ssh host keys", PHASE_DEADLINES.hostKeys, context.signal, async () => {
+    await privateDir(dir);
+    return Promise.all(nodes.map(async (def) => [def.name, await context.deps.hostKeys(dir)] as const));
+  }).then(
+    (made) => new Map(made),
+    (error: Error) => error,
   );
+}
+
+/**
+ * Record the keys made for the nodes in the session's known_hosts, before any node boots; the keys their Ignition
+ * writes. None when the session has no ssh key (ssh-keygen is missing: nothing logs in).
+ */
+async function pinHostKeys(world: World, made: Map<string, HostKey[]> | Error): Promise<Map<string, HostKey[]>> {
+  const access = world.access;
+  if (!access?.key) return new Map();
+  if (made instanceof Error) throw made;
   // One after the other: each rewrites the session's known_hosts.
-  for (const [i, def] of nodes.entries()) {
+  for (const [node, keys] of made)
     await access.pinHostKeys(
-      def.name,
-      made[i]!.map((key) => key.publicKey),
+      node,
+      keys.map((key) => key.publicKey),
     );
-    keys.set(def.name, made[i]!);
-  }
-  return keys;
+  return made;
 }
 
 /** The fixture's MCO image, once, for the nodes whose driver runs one and that name none (docs/PROTOCOLS.md "mcd"). */

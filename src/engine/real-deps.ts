@@ -83,7 +83,17 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       };
     },
 
-    async buildOscontainer({ source, format = 'legacy', layers, components, registry, repository, bus, signal }) {
+    async buildOscontainer({
+      source,
+      format = 'legacy',
+      compression,
+      layers,
+      components,
+      registry,
+      repository,
+      bus,
+      signal,
+    }) {
       const address = new URL(registry).host;
       const local = embedded?.url === registry ? embedded : undefined;
       // The embedded registry listens on a new port every run but keeps its storage: its entries are keyed
@@ -91,7 +101,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       // fingerprint keeps a changed builder from reusing what an older one recorded.
       const key =
         'repo' in source
-          ? `${source.repo}#${source.commit}${format === 'legacy' ? '' : `#${format}`}${layers ? `#layers=${layers}` : ''}#${builderFingerprint()}`
+          ? `${source.repo}#${source.commit}${format === 'legacy' ? '' : `#${format}`}${compression === 'zstd' ? '#zstd' : ''}${layers ? `#layers=${layers}` : ''}#${builderFingerprint()}`
           : undefined;
       const where = local ? 'embedded' : address;
       // Builds are deterministic: the same commit gives the same digest. Skip the build when the registry still
@@ -107,6 +117,7 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
         ...('repo' in source ? { repo: source.repo, commit: source.commit } : { fromDir: source.rootfs }),
         ...('rootfs' in source && source.version ? { version: source.version } : {}),
         format,
+        ...(compression ? { compression } : {}),
         ...(layers !== undefined ? { layers, ...(components ? { components } : {}) } : {}),
         target: `${address}/${repository}:latest`,
         bus,
@@ -223,8 +234,8 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       return ensureSessionKey(stateDir, sessionId);
     },
 
-    hostKeys() {
-      return makeHostKeys();
+    hostKeys(tempParent) {
+      return makeHostKeys(tempParent);
     },
   };
 }

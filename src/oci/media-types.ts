@@ -7,6 +7,7 @@ export const MediaType = {
   ociIndex: 'application/vnd.oci.image.index.v1+json',
   ociConfig: 'application/vnd.oci.image.config.v1+json',
   ociLayerGzip: 'application/vnd.oci.image.layer.v1.tar+gzip',
+  ociLayerZstd: 'application/vnd.oci.image.layer.v1.tar+zstd',
   dockerManifest: 'application/vnd.docker.distribution.manifest.v2+json',
   dockerManifestList: 'application/vnd.docker.distribution.manifest.list.v2+json',
   dockerConfig: 'application/vnd.docker.container.image.v1+json',

@@ -14,7 +14,7 @@ import { digestOf } from '../oci/digest.js';
 /** `legacy`: `/srv/repo` (pivot, MCO ≤ 4.13); `native`: ostree-ext's bootable format (rpm-ostree, bootc). */
 import type { OscontainerFormat } from '../oci/format.js';
 import { type BuiltManifest, encodeJson, imageConfig, imageManifest, type LayerInfo } from './image.js';
-import { writeLayerFile } from './layer-file.js';
+import { type LayerCompression, writeLayerFile } from './layer-file.js';
 import { buildNativeImage } from './native/build.js';
 import { commitDirectory, exportCommit, resolveCommit } from './ostree.js';
 import type { GzipOptions } from './parallel-gzip.js';
@@ -39,6 +39,8 @@ export interface BuildOptions extends BuildSource {
   oci?: boolean;
   labels?: Record<string, string>;
   gzip?: GzipOptions;
+  /** native only: the layers' compression (default gzip; zstd: an OCI image, docs/PROTOCOLS.md "Layer compression"). */
+  compression?: LayerCompression;
   /** Parent of the work directory (default: the system temp dir). */
   workDir?: string;
   bus?: EventBus;
@@ -128,6 +130,11 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
     }
     options.signal?.throwIfAborted();
     const format = options.format ?? 'legacy';
+    if (options.compression === 'zstd' && format !== 'native')
+      throw new DevpivotError('USAGE', 'only a native image can have zstd layers', {
+        hint: "openshift/pivot's legacy format is read as gzip: drop compression zstd, or add --format native",
+        exitCode: 2,
+      });
     if (options.layers !== undefined && format !== 'native')
       throw new DevpivotError('USAGE', 'only a native image can be chunked into layers', {
         hint: 'add --format native (format: native), or drop --layers',
@@ -153,6 +160,7 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
         oci: options.oci ?? false,
         labels: options.labels,
         gzip: options.gzip,
+        ...(options.compression ? { compression: options.compression } : {}),
         ...(options.layers !== undefined ? { layers: options.layers } : {}),
         ...(options.components ? { components: options.components } : {}),
         onProgress,

@@ -67,13 +67,18 @@ export function imageManifest(
   return layeredManifest(config, [layer], oci, annotations);
 }
 
-/** As `imageManifest`, with several layers in order, each with its own annotations (OCI only). */
+/**
+ * As `imageManifest`, with several layers in order, each with its own annotations (OCI only). `zstd`: the layers
+ * are zstd-compressed (`tar+zstd`, an OCI media type only).
+ */
 export function layeredManifest(
   config: Buffer,
   layers: (LayerInfo & { annotations?: Record<string, string> })[],
   oci: boolean,
   annotations?: Record<string, string>,
+  zstd = false,
 ): BuiltManifest {
+  if (zstd && !oci) throw new Error('a zstd layer needs an OCI manifest');
   const mediaType = oci ? MediaType.ociManifest : MediaType.dockerManifest;
   const configDescriptor: Descriptor = {
     mediaType: oci ? MediaType.ociConfig : MediaType.dockerConfig,
@@ -82,7 +87,7 @@ export function layeredManifest(
   };
   const layerDescriptors = layers.map(
     (layer): Descriptor => ({
-      mediaType: oci ? MediaType.ociLayerGzip : MediaType.dockerLayerGzip,
+      mediaType: zstd ? MediaType.ociLayerZstd : oci ? MediaType.ociLayerGzip : MediaType.dockerLayerGzip,
       digest: layer.digest,
       size: layer.size,
       ...(oci && layer.annotations ? { annotations: layer.annotations } : {}),

@@ -1,6 +1,7 @@
 /** `oscontainers:`: the images nodes pivot to, by name (built from the fixture, an ostree commit or a rootfs; or pulled). */
 import { join } from 'node:path';
 import { isScalar, isSeq, type Node } from 'yaml';
+import { LAYER_COMPRESSIONS } from '../oci/format.js';
 import { parsePlatform } from '../oci/platform.js';
 import { parseReference } from '../oci/reference.js';
 import { DERIVED_FIELDS, readDerived } from './derived-section.js';
@@ -8,7 +9,7 @@ import { describeKind } from './images-section.js';
 import { coveringPrefix } from './mirror-prefix.js';
 import { referenceProblem } from './pullspec.js';
 import type { DocumentReader } from './reader.js';
-import type { OscontainerFormat, OscontainerSource, RegistrySpec } from './types.js';
+import type { LayerCompression, OscontainerFormat, OscontainerSource, RegistrySpec } from './types.js';
 
 const FORMATS: readonly OscontainerFormat[] = ['legacy', 'native'];
 
@@ -114,10 +115,25 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
       );
     return { kind: 'build-fixture', version: r.fixtureVersion(node, fixture[1]!) };
   }
-  const f = r.fields(node, what, ['fixture', 'repo', 'commit', 'rootfs', 'version', 'format', 'kernel', 'layers']);
+  const f = r.fields(node, what, [
+    'fixture',
+    'repo',
+    'commit',
+    'rootfs',
+    'version',
+    'format',
+    'compression',
+    'kernel',
+    'layers',
+  ]);
   // Not guarded: with an unknown format the oscontainer is broken, so no driver check runs against a guess.
   const format = f.has('format') ? r.oneOf(f.get('format')!.value, `${what}.format`, FORMATS) : undefined;
-  const formatted = <T extends OscontainerSource>(source: T): T => (format ? { ...source, format } : source);
+  const compression = f.has('compression') ? readCompression(r, f, what, format) : undefined;
+  const formatted = <T extends OscontainerSource>(source: T): T => ({
+    ...source,
+    ...(format ? { format } : {}),
+    ...(compression ? { compression } : {}),
+  });
   const forms = ['fixture', 'repo', 'rootfs'].filter((key) => f.has(key));
   if (forms.length > 1) r.fail(node, `${what} has ${forms.join(' and ')}: it needs exactly one of them`);
   if (f.has('version') && !f.has('rootfs'))
@@ -164,6 +180,27 @@ function readBuildSource(r: DocumentReader, node: Node | null, what: string): Os
     return formatted({ kind: 'build-ostree', repo, commit });
   }
   r.fail(node, `${what} needs 'fixture', 'repo' + 'commit', or 'rootfs'`);
+}
+
+/**
+ * `compression: gzip | zstd`: a native image's layers (docs/PROTOCOLS.md "Layer compression"). The legacy format
+ * is what openshift/pivot's podman pull reads, gzip, always.
+ */
+function readCompression(
+  r: DocumentReader,
+  f: ReturnType<DocumentReader['fields']>,
+  what: string,
+  format: OscontainerFormat | undefined,
+): LayerCompression {
+  const entry = f.get('compression')!;
+  const compression = r.oneOf(entry.value, `${what}.compression`, LAYER_COMPRESSIONS);
+  if (format !== 'native')
+    r.fail(
+      entry.key,
+      `${what}: 'compression' needs format: native`,
+      "a legacy oscontainer's layer is gzip, what openshift/pivot reads",
+    );
+  return compression;
 }
 
 /**

@@ -10,9 +10,9 @@ export type ImageSource =
   | { kind: 'path'; path: string; sha256?: string }
   | { kind: 'url'; url: string; sha256: string };
 
-import type { OscontainerFormat } from '../oci/format.js';
+import type { LayerCompression, OscontainerFormat } from '../oci/format.js';
 
-export type { OscontainerFormat } from '../oci/format.js';
+export type { LayerCompression, OscontainerFormat } from '../oci/format.js';
 
 /** A built oscontainer's `format` is `legacy` when the scenario does not say. */
 export type OscontainerSource =
@@ -21,12 +21,20 @@ export type OscontainerSource =
       kind: 'build-fixture';
       version: string;
       format?: OscontainerFormat;
+      /** native: the layers' compression (`compression:`); prepare picks one when the scenario does not. */
+      compression?: LayerCompression;
       unsignedKernel?: true;
       /** native: chunked into this many layers (ostree-ext's max layers). */
       layers?: number;
     }
-  | { kind: 'build-ostree'; repo: string; commit: string; format?: OscontainerFormat }
-  | { kind: 'build-rootfs'; rootfs: string; version?: string; format?: OscontainerFormat }
+  | { kind: 'build-ostree'; repo: string; commit: string; format?: OscontainerFormat; compression?: LayerCompression }
+  | {
+      kind: 'build-rootfs';
+      rootfs: string;
+      version?: string;
+      format?: OscontainerFormat;
+      compression?: LayerCompression;
+    }
   /** Built by podman from a Containerfile `FROM $BASE`, BASE being oscontainer `from` (scenario/derived-section.ts). */
   | { kind: 'build-containerfile'; containerfile: string; context: string; from: string }
   /** `prefetch: false` (mirror mode with an upstream): not copied ahead; the nodes pull it through the cache. */

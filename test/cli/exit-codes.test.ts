@@ -58,17 +58,24 @@ async function hangingRegistry() {
 }
 
 /** A libvirt daemon as seen through qemu+tcp that accepts the connection and never says a word. */
+/** A libvirtd that accepts connections and never answers; `connected` resolves at the first connection. */
 async function silentLibvirt() {
   const sockets = new Set<import('node:net').Socket>();
+  let connect: () => void = () => {};
+  const connected = new Promise<void>((resolve) => {
+    connect = resolve;
+  });
   const { server, port } = await listen(
     createTcpServer((socket) => {
       sockets.add(socket);
+      connect();
       socket.on('data', () => {});
       socket.on('error', () => {});
     }),
   );
   return {
     uri: `qemu+tcp://127.0.0.1:${port}/system`,
+    connected,
     close: () => {
       for (const socket of sockets) socket.destroy();
       server.close();
@@ -176,8 +183,8 @@ test.serial(
     try {
       const file = scenario(dir, 'silent', `images:\n  disk: ${disk}\nnodes:\n  n: { image: disk }\nsteps:\n  - up\n`);
       const run = watchCli(['run', file, '--connect', libvirt.uri], env);
-      await run.until(/registry listening/);
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await libvirt.connected; // prepare is in its libvirt connect, which hangs
+      await new Promise((resolve) => setTimeout(resolve, 200));
       run.signal('SIGINT');
       await new Promise((resolve) => setTimeout(resolve, 300));
       t.is(run.child.exitCode, null, 'the first signal waits for the work it stopped');
@@ -199,8 +206,8 @@ test('a single SIGINT during that hung connect still ends the process (after the
   try {
     const file = scenario(dir, 'silent', `images:\n  disk: ${disk}\nnodes:\n  n: { image: disk }\nsteps:\n  - up\n`);
     const run = watchCli(['run', file, '--connect', libvirt.uri], env);
-    await run.until(/registry listening/);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await libvirt.connected; // prepare is in its libvirt connect, which hangs
+    await new Promise((resolve) => setTimeout(resolve, 200));
     run.signal('SIGINT');
     const end = await run.exited;
     t.log(`single Ctrl-C on a hung connect: exited ${end.afterSignalMs} ms after the signal`);

@@ -15,6 +15,7 @@ import { generateIgnition } from '../../src/ignition/generate.js';
 import { localEnvironment } from '../../src/scenario/environment.js';
 import { parseScenario } from '../../src/scenario/parse.js';
 import { fakeDeps } from '../engine/fake.js';
+import { tempDir } from '../helpers/temp.js';
 import { problems } from '../scenario/problems.js';
 
 const fake: DriverDefinition = {
@@ -111,7 +112,7 @@ steps:
     bus,
     signal: new AbortController().signal,
     keep: false,
-    stateDir: '/tmp/devpivot-test-state',
+    stateDir: tempDir('devpivot-test-state-'),
     cacheDir: '/tmp/devpivot-test-cache',
   });
   t.deepEqual(failed, []);

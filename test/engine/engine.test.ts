@@ -6,6 +6,7 @@ import type { Stamped } from '../../src/core/events.js';
 import { guestHostPort, repositoryName, runScenario } from '../../src/engine/engine.js';
 import { localEnvironment } from '../../src/scenario/environment.js';
 import { parseScenario } from '../../src/scenario/parse.js';
+import { tempDir } from '../helpers/temp.js';
 import { type FakeOptions, fakeDeps } from './fake.js';
 
 async function runText(
@@ -31,7 +32,7 @@ async function runText(
     bus,
     signal: options.signal ?? new AbortController().signal,
     keep: options.keep ?? false,
-    stateDir: '/tmp/devpivot-test-state',
+    stateDir: tempDir('devpivot-test-state-'),
     cacheDir: '/tmp/devpivot-test-cache',
     ...(options.stagedGraceMs ? { stagedGraceMs: options.stagedGraceMs } : {}),
   });
@@ -128,6 +129,31 @@ steps: [up]
   t.is(pinned.length, 2, pinned.join('\n'));
   t.regex(pinned.find((line) => line.endsWith(` ${a}`)) ?? '', /^devpivot-[0-9a-f]{8}-a ssh-ed25519 FAKE\d$/);
   t.regex(pinned.find((line) => line.endsWith(` ${b}`)) ?? '', /^devpivot-[0-9a-f]{8}-b ssh-ed25519 FAKE\d$/);
+});
+
+test('native builds are zstd unless the scenario says otherwise or an mcd node (RHCOS 4.13 reads gzip only) is in it', async (t) => {
+  const shapes = async (nodes: string, extra = '') =>
+    (
+      await runText(`oscontainers:
+  n: { build: { fixture: 2, format: native } }
+  g: { build: { fixture: 2, format: native, compression: gzip } }
+  l: { build: { fixture: 2 } }
+${extra}nodes:
+${nodes}
+steps: [up]
+`)
+    ).world.buildShapes;
+  t.deepEqual(
+    await shapes('  a: { driver: bootc, pivot: n }\n  b: { driver: rpm-ostree, pivot: g }\n  c: { pivot: l }'),
+    [
+      { repository: 'devpivot/n', format: 'native', compression: 'zstd' },
+      { repository: 'devpivot/g', format: 'native', compression: 'gzip' },
+      { repository: 'devpivot/l', format: undefined, compression: undefined },
+    ],
+  );
+  const withMcd = await shapes('  a: { driver: bootc, pivot: n }\n  m: { driver: mcd, pivot: g }');
+  t.like(withMcd[0], { repository: 'devpivot/n', compression: undefined }, 'gzip');
+  t.like(withMcd[1], { repository: 'devpivot/g', compression: 'gzip' });
 });
 
 test('mcd nodes: the fixture MCO image is pushed once and named by digest; an mco-image is passed as written', async (t) => {

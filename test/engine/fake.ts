@@ -214,6 +214,8 @@ export interface FakeWorld {
   mcoPushes: string[];
   /** tagOscontainer calls: `from -> repository:tag`. */
   tags: string[];
+  /** Each build's repository, format and compression, as prepare asked. */
+  buildShapes: { repository: string; format?: string; compression?: string }[];
   /** The session key's known_hosts file (a fresh temporary one per run). */
   knownHosts?: string;
 }
@@ -226,6 +228,7 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
     registry: undefined,
     ignition: [],
     builds: [],
+    buildShapes: [],
     pulls: [],
     resolves: [],
     mcoPushes: [],
@@ -248,8 +251,9 @@ export function fakeDeps(options: FakeOptions = {}): FakeWorld {
       if (world.host) world.host.registry = world.registry;
       return world.registry;
     },
-    async buildOscontainer({ source, repository }) {
+    async buildOscontainer({ source, repository, format, compression }) {
       world.builds.push(repository);
+      world.buildShapes.push({ repository, format, compression });
       const commit = 'commit' in source ? source.commit : '9'.repeat(64);
       const version = Object.entries(COMMITS).find(([, c]) => c === commit)?.[0] ?? '9';
       return { digest: `sha256:${version.repeat(64)}`, commit, version };
@@ -325,7 +329,7 @@ export function runFakeScenario(
     bus: options.bus ?? new EventBus(),
     signal: new AbortController().signal,
     keep: false,
-    stateDir: '/tmp/devpivot-test-state',
+    stateDir: tempDir('devpivot-test-state-'),
     cacheDir: '/tmp/devpivot-test-cache',
     ...(options.uri ? { uri: options.uri } : {}),
   });

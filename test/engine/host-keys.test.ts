@@ -4,7 +4,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import { HOST_KEY_TYPES, hostKeyPath, makeHostKeys, writesHostKeys } from '../../src/engine/host-keys.js';
@@ -12,34 +11,29 @@ import { knowsHostKeys, pinHostKeys, runOverSsh, type SessionKey, SSH_FAILED } f
 import { startSshd } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/temp.js';
 
-const hostKeyDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('devpivot-hostkeys-'));
-
-test.serial(
-  'one key per type sshd-keygen makes, each private key the public one it names; the work files are gone',
-  async (t) => {
-    const before = hostKeyDirs();
-    const [first, second] = await Promise.all([makeHostKeys(), makeHostKeys()]);
-    t.deepEqual(
-      first!.map((key) => key.type),
-      [...HOST_KEY_TYPES],
-    );
-    const dir = tempDir('devpivot-keycheck-');
-    for (const key of first!) {
-      t.regex(key.publicKey, /^(ssh-rsa|ecdsa-sha2-nistp256|ssh-ed25519) AAAA[A-Za-z0-9+/=]+$/, key.type);
-      const file = join(dir, key.type);
-      writeFileSync(file, key.privateKey, { mode: 0o600 });
-      // ssh-keygen -y: the public key the private one derives
-      t.is(execFileSync('ssh-keygen', ['-y', '-f', file], { encoding: 'utf8' }).trim(), key.publicKey, key.type);
-    }
-    t.is(hostKeyPath('ecdsa'), '/etc/ssh/ssh_host_ecdsa_key');
-    t.notDeepEqual(
-      second!.map((key) => key.publicKey),
-      first!.map((key) => key.publicKey),
-      'new keys each call',
-    );
-    t.deepEqual(hostKeyDirs(), before, 'no private key is left in a work directory');
-  },
-);
+test('one key per type sshd-keygen makes, each private key the public one it names; the work files are gone', async (t) => {
+  const parent = tempDir('devpivot-keywork-');
+  const [first, second] = await Promise.all([makeHostKeys(parent), makeHostKeys(parent)]);
+  t.deepEqual(
+    first!.map((key) => key.type),
+    [...HOST_KEY_TYPES],
+  );
+  const dir = tempDir('devpivot-keycheck-');
+  for (const key of first!) {
+    t.regex(key.publicKey, /^(ssh-rsa|ecdsa-sha2-nistp256|ssh-ed25519) AAAA[A-Za-z0-9+/=]+$/, key.type);
+    const file = join(dir, key.type);
+    writeFileSync(file, key.privateKey, { mode: 0o600 });
+    // ssh-keygen -y: the public key the private one derives
+    t.is(execFileSync('ssh-keygen', ['-y', '-f', file], { encoding: 'utf8' }).trim(), key.publicKey, key.type);
+  }
+  t.is(hostKeyPath('ecdsa'), '/etc/ssh/ssh_host_ecdsa_key');
+  t.notDeepEqual(
+    second!.map((key) => key.publicKey),
+    first!.map((key) => key.publicKey),
+    'new keys each call',
+  );
+  t.deepEqual(readdirSync(parent), [], 'no private key is left in a work directory');
+});
 
 test("a user's config that writes a host key replaces devpivot's", (t) => {
   t.true(writesHostKeys({ storage: { files: [{ path: '/etc/x' }, { path: '/etc/ssh/ssh_host_rsa_key' }] } }));

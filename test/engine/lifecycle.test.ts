@@ -6,6 +6,7 @@ import { runScenario, runScenarioServing } from '../../src/engine/engine.js';
 import { localEnvironment } from '../../src/scenario/environment.js';
 import { parseScenario } from '../../src/scenario/parse.js';
 import type { NodeSpec, VmNode } from '../../src/vm/host.js';
+import { tempDir } from '../helpers/temp.js';
 import { type FakeOptions, fakeDeps } from './fake.js';
 
 const SCENARIO =
@@ -17,7 +18,7 @@ function options(world: ReturnType<typeof fakeDeps>, signal: AbortSignal, extra:
     deps: world.deps,
     bus: new EventBus(),
     signal,
-    stateDir: '/tmp/devpivot-test-state',
+    stateDir: tempDir('devpivot-test-state-'),
     cacheDir: '/tmp/devpivot-test-cache',
     ...extra,
   };

@@ -4,6 +4,7 @@
  * image), and its guest filter lets it reach only that port. An external registry is one address for every node.
  */
 import test from 'ava';
+import { tempDir } from '../helpers/temp.js';
 import { qemuSide, SYN, tcp } from '../vm/frames.js';
 import { type FakeOptions, type FakeWorld, fakeDeps, runFakeScenario } from './fake.js';
 
@@ -49,7 +50,7 @@ steps: [up]
   // Through the real generator: each config's files (the trust drop-in, the pivot target, the MCD units) name the
   // node's port, and no other registry port.
   const { realDeps } = await import('../../src/engine/real-deps.js');
-  const deps = realDeps({ stateDir: '/tmp/devpivot-test-state', env: {} });
+  const deps = realDeps({ stateDir: tempDir('devpivot-test-state-'), env: {} });
   world.ignition.forEach((request, index) => {
     const config = JSON.stringify(deps.generateIgnition(request));
     const files = (JSON.parse(config) as { storage?: { files?: { path: string; contents: { source: string } }[] } })

@@ -4,6 +4,7 @@
  */
 import test from 'ava';
 import { localEnvironment } from '../../src/scenario/environment.js';
+import { tempDir } from '../helpers/temp.js';
 import { fakeDeps, runFakeScenario } from './fake.js';
 
 async function prepared(text: string) {
@@ -36,7 +37,7 @@ steps: [up]
 
 test('the real generator writes the requested spec, merging a fragment without a version as that spec', async (t) => {
   const { realDeps } = await import('../../src/engine/real-deps.js');
-  const deps = realDeps({ stateDir: '/tmp/devpivot-test-state', env: {} });
+  const deps = realDeps({ stateDir: tempDir('devpivot-test-state-'), env: {} });
   const registry = { hostPort: '10.0.2.2:5000', insecure: true };
   const extra = { storage: { files: [{ filesystem: 'root', path: '/etc/motd', contents: { source: 'data:,hi' } }] } };
   const old = deps.generateIgnition({ driver: 'legacy', spec: '2.2.0', registry, extra }) as {

@@ -33,7 +33,7 @@ async function runWith(
     deps: fakeDeps(fake).deps,
     bus,
     signal: new AbortController().signal,
-    stateDir: '/tmp/devpivot-test-state',
+    stateDir: tempDir('devpivot-test-state-'),
     cacheDir: '/tmp/devpivot-test-cache',
   });
   for (const reporter of reporters) await reporter.onEnd?.(result, scenario);

@@ -1,5 +1,6 @@
 import { UsageError } from '../../core/errors.js';
 import { loadFixture } from '../../fixture/fixture.js';
+import { LAYER_COMPRESSIONS, type LayerCompression } from '../../oci/format.js';
 import { parseReference } from '../../oci/reference.js';
 import { buildOscontainer, OSCONTAINER_FORMATS, type OscontainerFormat } from '../../oscontainer/build.js';
 import { pushOscontainer } from '../../oscontainer/push.js';
@@ -25,7 +26,7 @@ export const command: Command = {
   summary: 'Build an oscontainer from an ostree commit and push it',
   usage:
     '(--fixture N | --ostree-repo REPO --commit C | --from-dir ROOTFS --version V) [--format legacy|native] ' +
-    '[--layers N] [--push REF] [--oci] | --containerfile FILE --from REF --push REF [--context DIR]',
+    '[--layers N] [--compression gzip|zstd] [--push REF] [--oci] | --containerfile FILE --from REF --push REF [--context DIR]',
   description:
     'Build an oscontainer reproducibly: the same commit always gives the same digest.\n' +
     '  legacy (default): one layer holding /srv/repo, an archive ostree repo with exactly that commit;\n' +
@@ -49,6 +50,12 @@ export const command: Command = {
       type: 'string',
       valueName: 'N',
       description: 'native, --fixture: chunk the packages into N layers (at least 4), plus the commit layer',
+    },
+    compression: {
+      type: 'string',
+      valueName: 'C',
+      description:
+        'native: gzip (the default: what every rpm-ostree and bootc reads) or zstd (an OCI image; ostree-ext reads it since 2024, RHCOS 4.13 does not)',
     },
     push: { type: 'string', valueName: 'REF', description: 'Push to HOST:PORT/REPO:TAG' },
     oci: { type: 'boolean', description: 'OCI manifest and media types (default: Docker v2 schema 2)' },
@@ -117,6 +124,18 @@ export const command: Command = {
         '--layers needs --fixture N',
         "chunking groups files by package: only the fixture's build says which package each file comes from",
       );
+    const compressionText = args.string('compression');
+    const compression = compressionText as LayerCompression | undefined;
+    if (compression !== undefined && !LAYER_COMPRESSIONS.includes(compression))
+      throw new UsageError(
+        `unknown --compression '${compressionText}'`,
+        `pick one of: ${LAYER_COMPRESSIONS.join(', ')}`,
+      );
+    if (compression === 'zstd' && format !== 'native')
+      throw new UsageError(
+        '--compression zstd applies to --format native',
+        "a legacy oscontainer's layer is gzip, what openshift/pivot reads",
+      );
     const target = args.string('push');
     if (target) parseReference(target); // fail on a bad reference before the long build
     const source = args.string('fixture')
@@ -131,6 +150,7 @@ export const command: Command = {
         format,
         oci: args.flag('oci'),
         ...(layers !== undefined ? { layers } : {}),
+        ...(compression ? { compression } : {}),
         gzip: level === undefined ? undefined : { level },
         bus,
         ref: target ?? 'oscontainer',

@@ -11,12 +11,12 @@
  *
  * Objects are read in place from an archive-mode source repo; any other repo is first exported to an archive
  * repo in the work directory, as the legacy builder does. Nothing else is copied: each layer is streamed straight
- * into parallel gzip.
+ * into parallel gzip, or into zstd (`compression: zstd`).
  */
 import { join } from 'node:path';
 import { digestOf } from '../../oci/digest.js';
 import { type BuiltManifest, encodeJson, type LayerInfo, layeredManifest } from '../image.js';
-import { writeLayerFile } from '../layer-file.js';
+import { type LayerCompression, writeLayerFile } from '../layer-file.js';
 import { exportCommit } from '../ostree.js';
 import type { GzipOptions } from '../parallel-gzip.js';
 import { ArchiveRepo, repoMode } from './archive-repo.js';
@@ -34,6 +34,8 @@ export interface NativeBuildInput {
   oci: boolean;
   labels?: Record<string, string>;
   gzip?: GzipOptions;
+  /** Default gzip; zstd makes the image an OCI one (Docker schema 2 has no zstd layer type). */
+  compression?: LayerCompression;
   /** Chunk into this many bins (ostree-ext's max layers; at least 4). */
   layers?: number;
   /** With `layers`: the package of each file ("NAME VERSION PATH" lines: the fixture's `components`). */
@@ -76,16 +78,19 @@ export async function buildNativeImage(input: NativeBuildInput): Promise<NativeB
     input.layers === undefined
       ? [{ plan, createdBy: description }]
       : await chunkLayers(plan, { bins: input.layers, components: input.components, description });
-  const oci = input.oci || input.layers !== undefined;
+  const zstd = input.compression === 'zstd';
+  const oci = input.oci || input.layers !== undefined || zstd;
   input.onPhase?.('layer');
   const total = planned.reduce((sum, layer) => sum + layer.plan.size, 0);
   let before = 0;
   const layers: NativeLayer[] = [];
   for (const [i, layer] of planned.entries()) {
-    const path = join(input.dir, i === 0 ? 'layer.tar.gz' : `chunk-${i}.tar.gz`);
+    const suffix = zstd ? 'tar.zst' : 'tar.gz';
+    const path = join(input.dir, i === 0 ? `layer.${suffix}` : `chunk-${i}.${suffix}`);
     const offset = before;
     const written = await writeLayerFile(streamLayer(source, layer.plan), path, {
       gzip: input.gzip,
+      ...(zstd ? { compression: 'zstd' as const } : {}),
       total: layer.plan.size,
       onProgress: (done) => input.onProgress?.(offset + done, total),
     });
@@ -97,6 +102,6 @@ export async function buildNativeImage(input: NativeBuildInput): Promise<NativeB
   const configBytes = encodeJson(nativeImageConfig(meta, history));
   // encapsulate.rs also sets the labels as the manifest's annotations; Docker schema 2 has no field for them.
   const annotations = oci ? nativeLabels(meta, layers.at(-1)!.diffId) : undefined;
-  const manifest = layeredManifest(configBytes, layers, oci, annotations);
+  const manifest = layeredManifest(configBytes, layers, oci, annotations, zstd);
   return { layers, config: { bytes: configBytes, digest: digestOf(configBytes) }, manifest };
 }

@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
+import { execa } from 'execa';
 import { MediaType } from '../../../src/oci/media-types.js';
 import { buildOscontainer, type OscontainerImage } from '../../../src/oscontainer/build.js';
 import { pushOscontainer } from '../../../src/oscontainer/push.js';
@@ -79,6 +80,37 @@ test('the OCI variant: OCI media types, the labels also as manifest annotations'
   t.is(raw.annotations['ostree.bootable'], 'true');
 });
 
+test("zstd layers: an OCI tar+zstd layer whose decompressed tar is the gzip build's (same diff_id), reproducible; skopeo copies it out and zstd reads it", async (t) => {
+  const zstd = await buildOscontainer({ repo: os.repo, commit: os.commit, format: 'native', compression: 'zstd' });
+  const again = await buildOscontainer({ repo: os.repo, commit: os.commit, format: 'native', compression: 'zstd' });
+  t.teardown(() => Promise.all([zstd.dispose(), again.dispose()]));
+  t.is(again.digest, zstd.digest, 'the same commit gives the same digest');
+  t.is(zstd.layer.diffId, image.layer.diffId, "the gzip build's tar, byte for byte");
+  t.not(zstd.layer.digest, image.layer.digest);
+  const ref = `${embedded.address}/devpivot/native:zstd`;
+  await pushOscontainer(zstd, ref);
+  const raw = await skopeoInspect(ref, '--raw');
+  t.is(raw.mediaType, MediaType.ociManifest, 'zstd makes it an OCI image');
+  t.deepEqual(
+    raw.layers.map((l: { mediaType: string; digest: string }) => [l.mediaType, l.digest]),
+    [[MediaType.ociLayerZstd, zstd.layer.digest]],
+  );
+  const config = await skopeoInspect(ref, '--config');
+  t.is(config.rootfs.diff_ids[0], image.layer.diffId);
+  t.is(config.config.Labels['ostree.final-diffid'], image.layer.diffId);
+  // skopeo copies it to an OCI layout unchanged; zstd -d of that blob hashes to the diff_id
+  const dir = await mkdtemp(join(tmpdir(), 'devpivot-test-zstd-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await execa('skopeo', ['copy', '--src-tls-verify=false', `docker://${ref}`, `oci:${dir}:x`]);
+  const blob = join(dir, 'blobs', 'sha256', zstd.layer.digest.slice('sha256:'.length));
+  const { stdout } = await execa('sh', ['-c', 'zstd -dc "$1" | sha256sum', 'sh', blob]);
+  t.is(`sha256:${stdout.split(' ')[0]}`, image.layer.diffId);
+  // a legacy image is gzip: what openshift/pivot reads
+  await t.throwsAsync(buildOscontainer({ repo: os.repo, commit: os.commit, compression: 'zstd' }), {
+    message: /only a native image can have zstd layers/,
+  });
+});
+
 test('devpivot pull copies a native image unchanged: same digest, same manifest and config bytes', async (t) => {
   const source = `${docker.hostPort}/os/native:v3`;
   await pushOscontainer(image, source);
@@ -116,6 +148,12 @@ test('devpivot build --format native --push prints the pinned image and says it 
   const summary = JSON.parse(json.stdout);
   t.is(summary.format, 'native');
   t.is(summary.digest, result.stdout.trim().split('@')[1]);
+  const zstd = await runCli(['build', '--from-dir', os.tree, '--version', '4.0', '--compression', 'zstd', '--json']);
+  t.is(zstd.code, 2, 'zstd needs --format native');
+  t.regex(zstd.stderr, /--compression zstd applies to --format native/);
+  const unknown = await runCli(['build', '--from-dir', os.tree, '--version', '4.0', '--compression', 'xz']);
+  t.is(unknown.code, 2);
+  t.regex(unknown.stderr, /unknown --compression 'xz'.*\n.*gzip, zstd/);
   const legacy = await runCli(['build', '--from-dir', os.tree, '--version', '4.0']);
   t.regex(legacy.stderr, /built legacy oscontainer 4\.0/);
   const bad = await runCli(['build', '--from-dir', os.tree, '--version', '4.0', '--format', 'bootc']);
