@@ -89,10 +89,13 @@ async function* zstd(tar: AsyncIterable<GzipInput>): AsyncGenerator<Buffer> {
   })();
   feed.catch(() => {}); // awaited below; this only keeps an early return from leaving it unhandled
   child.stdin.on('error', () => {});
+  let complete = false;
   try {
     for await (const chunk of child.stdout) yield chunk as Buffer;
+    complete = true;
   } finally {
-    if (child.exitCode === null) child.kill('SIGKILL');
+    // Only a consumer that stopped early ends zstd: at the end of its output it is exiting on its own.
+    if (!complete) child.kill('SIGKILL');
   }
   await feed;
   const exit = await exited;
