@@ -28,6 +28,8 @@ export const legacy: DriverDefinition = {
   kernelArgs: { add: true, delete: true },
   nodeKeys: [],
   // pivot passes `--authfile /var/lib/kubelet/config.json` to podman when it exists (cmd/root.go, e31a72d).
+  // openshift/pivot's podman pull of a legacy image: native images are not its
+  readsZstdLayers: false,
   pullSecretPaths: ['/var/lib/kubelet/config.json'],
   fragment(image, kernelArgs): Fragment {
     // pivot.service pulls exactly what the pullspec names: a tag could move under it, a digest cannot.

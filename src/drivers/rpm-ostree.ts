@@ -19,6 +19,8 @@ export const rpmOstree: DriverDefinition = {
   nodeKeys: [],
   // ostree-ext's global auth file, first of /run/ostree, /etc/ostree, /usr/lib/ostree (bootc-dev/bootc
   // crates/ostree-ext/src/globals.rs get_global_authfile, 5cfbed3f); /run is not kept across the pivot's reboot.
+  // rpm-ostree with ostree-ext since 2024
+  readsZstdLayers: true,
   pullSecretPaths: ['/etc/ostree/auth.json'],
   fragment(image, kernelArgs) {
     const commands = [`/usr/bin/rpm-ostree rebase --experimental ${rebase(image)}`];

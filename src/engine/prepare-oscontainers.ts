@@ -3,6 +3,7 @@
  * or pulled (through the pull-through cache in mirror mode), into the run's registry.
  */
 
+import { DRIVERS, type PivotDriver } from '../drivers/index.js';
 import type { LayerCompression, OscontainerSource } from '../scenario/types.js';
 import { PHASE_DEADLINES, withDeadline } from './deadline.js';
 import type { FixtureArtifacts, PushedImage } from './deps.js';
@@ -134,11 +135,15 @@ export async function oscontainer(
   );
 }
 
+/** A node whose driver takes native images reads zstd layers, or takes no native image at all. */
+const readsZstd = (driver: PivotDriver) =>
+  DRIVERS[driver].readsZstdLayers || !DRIVERS[driver].formats.includes('native');
+
 /**
  * A build's format and layer compression. A native image's layers are zstd unless the scenario says `compression`
- * or has an `mcd` node: zstd decompresses in a third of gzip's guest time under TCG (bench/RESULTS.md), and the
- * bootc and rpm-ostree the stand-ins follow read it, but RHCOS 4.13's rpm-ostree, which the mcd driver models, does
- * not (docs/PROTOCOLS.md "Layer compression").
+ * or has a node whose tool does not read zstd (the mcd driver: RHCOS 4.13's rpm-ostree; `readsZstdLayers`): zstd
+ * decompresses in a third of gzip's guest time under TCG (bench/RESULTS.md), and the bootc and rpm-ostree the
+ * stand-ins follow read it (docs/PROTOCOLS.md "Layer compression").
  */
 function shape(
   context: PrepareContext,
@@ -146,6 +151,8 @@ function shape(
 ): { format?: 'legacy' | 'native'; compression?: LayerCompression } {
   const compression =
     source.compression ??
-    (source.format === 'native' && !context.scenario.nodes.some((def) => def.driver === 'mcd') ? 'zstd' : undefined);
+    (source.format === 'native' && context.scenario.nodes.every(({ driver }) => readsZstd(driver))
+      ? 'zstd'
+      : undefined);
   return { ...(source.format ? { format: source.format } : {}), ...(compression ? { compression } : {}) };
 }

@@ -23,6 +23,7 @@ const fake: DriverDefinition = {
   specs: { default: '3.1.0', majors: [3], guests: 'the fake guests' },
   kernelArgs: { add: true, delete: false, refusal: { message: 'of the fake driver only add' } },
   nodeKeys: [],
+  readsZstdLayers: true,
   pullSecretPaths: ['/etc/fake/auth.json'],
   fragment: (image, kernelArgs) => ({
     files: [
