@@ -23,15 +23,17 @@ function quietly(bus: EventBus): (what: string, work: () => Promise<void>) => Pr
 
 /** Remove every node the run created (by its handle first, then whatever else the session holds). */
 export async function removeNodes(world: World, watches: NodeWatches, bus: EventBus): Promise<void> {
-  const host = world.host;
-  if (!host) return;
   const quiet = quietly(bus);
-  for (const watch of watches.all()) {
-    const vm = watch.vm;
-    if (vm) await quiet(`removing node ${watch.def.name}`, () => vm.destroy());
-    watch.vm = undefined;
+  const host = world.host;
+  // Without a VM host (prepare stopped before it opened) there is no node, but the session's key exists already.
+  if (host) {
+    for (const watch of watches.all()) {
+      const vm = watch.vm;
+      if (vm) await quiet(`removing node ${watch.def.name}`, () => vm.destroy());
+      watch.vm = undefined;
+    }
+    await quiet('removing the VMs', () => host.destroyAll());
   }
-  await quiet('removing the VMs', () => host.destroyAll());
   const access = world.access;
   if (access) await quiet("removing the session's ssh key", () => access.removeKey());
 }

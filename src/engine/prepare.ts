@@ -4,6 +4,7 @@
  * as soon as it exists, so cleanup can undo a preparation that failed half-way.
  */
 import { readFileSync } from 'node:fs';
+import { rmdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { privateDir } from '../core/private-dir.js';
 import { DRIVERS } from '../drivers/index.js';
@@ -12,13 +13,13 @@ import { pullSecret } from '../registry/auth.js';
 import type { NodeDef, NodeHealthCheck } from '../scenario/types.js';
 import { stepNeedsSsh } from '../steps/index.js';
 import { guestFilterDir } from '../vm/guest-filter.js';
-import { newSessionId } from '../vm/sessions.js';
+import { newSessionId, sessionDir } from '../vm/sessions.js';
 import { abandonWarning, PHASE_DEADLINES, withDeadline } from './deadline.js';
 import { type HostKey, writesHostKeys } from './host-keys.js';
 import { fixtureVersion, resolveImage } from './images.js';
 import { loadFixture, oscontainer } from './prepare-oscontainers.js';
 import { openRemoteHost, remoteDestination, remoteGuestAddress } from './remote-host.js';
-import { sessionSshDir } from './ssh.js';
+import { removeSessionKey, sessionSshDir } from './ssh.js';
 import { SessionAccess } from './ssh-access.js';
 import { pointFollowedTags } from './tags.js';
 import { guestHostPort, guestPullspec, guestTagPullspec, type PrepareContext, type World } from './world.js';
@@ -40,6 +41,26 @@ export async function prepare(context: PrepareContext, world: World): Promise<vo
   const sessionId = context.sessionId ?? newSessionId();
   // The nodes' host keys are made beside the phases below (a second of ssh-keygen each, off the critical path).
   const keysMade = makeHostKeys(context, sessionId);
+  try {
+    await preparePhases(context, world, remote, sessionId, keysMade);
+  } catch (error) {
+    // The session's ssh directory is prepare's own until the session access owns it (cleanup removes it then).
+    if (!world.access) {
+      await keysMade;
+      await removeSessionKey(context.stateDir, sessionId);
+      await rmdir(sessionDir(context.stateDir, sessionId)).catch(() => {});
+    }
+    throw error;
+  }
+}
+
+async function preparePhases(
+  context: PrepareContext,
+  world: World,
+  remote: ReturnType<typeof remoteDestination>,
+  sessionId: string,
+  keysMade: Promise<Map<string, HostKey[]> | Error>,
+): Promise<void> {
   // What each phase makes is recorded in the World inside its work: a phase stopped right after it made
   // something still leaves it to cleanup (withDeadline waits for the work to settle).
   await startRegistry(context, world);

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
 import { EventBus } from '../../src/core/bus.js';
 import { DevpivotError, ExitCode } from '../../src/core/errors.js';
@@ -25,6 +26,7 @@ async function runText(
     options.onEvent?.(event);
   });
   const world = fakeDeps(options);
+  const stateDir = tempDir('devpivot-test-state-');
   const result = await runScenario({
     // The fake fixture has a disk for v2 as well (test/engine/fake.ts).
     scenario: parseScenario(text, '/tmp/test.yaml', localEnvironment({ fixture: FAKE_FIXTURE })),
@@ -32,14 +34,14 @@ async function runText(
     bus,
     signal: options.signal ?? new AbortController().signal,
     keep: options.keep ?? false,
-    stateDir: tempDir('devpivot-test-state-'),
+    stateDir,
     cacheDir: '/tmp/devpivot-test-cache',
     ...(options.stagedGraceMs ? { stagedGraceMs: options.stagedGraceMs } : {}),
   });
   const steps = events
     .filter((e) => e.kind === 'step.pass' || e.kind === 'step.fail')
     .map((e) => (e.kind === 'step.fail' ? `✗ ${e.name}: ${e.error}` : `✓ ${(e as { name: string }).name}`));
-  return { result, events, world, steps };
+  return { result, events, world, steps, stateDir };
 }
 
 const FAKE_FIXTURE = { versions: ['1', '2', '3'], bootable: ['1', '2'] };
@@ -511,7 +513,7 @@ test('--keep leaves the VMs; the registry still stops', async (t) => {
 });
 
 test('a set-up failure fails prepare with exit status 2 and skips every step', async (t) => {
-  const { result, steps, world } = await runText(OLD_TO_NEW, {
+  const { result, steps, world, stateDir } = await runText(OLD_TO_NEW, {
     startRegistryError: new DevpivotError('REGISTRY_LISTEN', 'cannot listen on 127.0.0.1:0', {
       hint: 'free a port',
       exitCode: ExitCode.usage,
@@ -520,6 +522,8 @@ test('a set-up failure fails prepare with exit status 2 and skips every step', a
   t.is(result.exitCode, ExitCode.usage);
   t.deepEqual(steps, ['✗ prepare: cannot listen on 127.0.0.1:0 (hint: free a port)']);
   t.is(world.host, undefined);
+  // prepare had begun the nodes' host keys in the session's directory: nothing of the session is left
+  t.deepEqual(readdirSync(join(stateDir, 'sessions')), []);
 });
 
 test("the scenario's timeout stops the run", async (t) => {
