@@ -107,17 +107,19 @@ export function startProcess(file: string, args: readonly string[], options: Sta
 
 /**
  * Run a program to completion with a hard deadline, capturing output. Never throws: callers decide what a
- * failure means. On timeout the whole process group is killed, so a hung child (qemu) cannot outlive us.
+ * failure means. On timeout the whole process group is killed, so a hung child (qemu) cannot outlive us; when
+ * `signal` aborts it is sent SIGTERM (the result then says how it ended; the caller checks its signal).
  */
 export async function run(
   file: string,
   args: readonly string[],
-  options: { timeoutMs?: number; input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+  options: { timeoutMs?: number; input?: string; env?: NodeJS.ProcessEnv; cwd?: string; signal?: AbortSignal } = {},
 ): Promise<ProcessResult> {
   const output: Record<OutputStream | 'all', string> = { stdout: '', stderr: '', all: '' };
   const child = startProcess(file, args, {
     env: options.env,
     cwd: options.cwd,
+    signal: options.signal,
     input: options.input ?? '',
     onOutput: (text, stream) => {
       output[stream] += text;

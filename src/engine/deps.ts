@@ -194,6 +194,7 @@ export interface Deps {
   loadFixture(options: { bus: EventBus; signal: AbortSignal }): Promise<FixtureArtifacts>;
   /** The session's ssh key pair (made once per session, kept in its state directory). */
   sessionKey(options: { stateDir: string; sessionId: string }): Promise<SessionKey>;
-  /** A node's ssh host keys, one per type sshd-keygen makes (made anew each call; work files under `tempParent`). */
-  hostKeys(tempParent: string): Promise<HostKey[]>;
+  /** A node's ssh host keys, one per type sshd-keygen makes (made anew each call; work files under `tempParent`);
+   * `signal` stops the making at once. */
+  hostKeys(tempParent: string, signal: AbortSignal): Promise<HostKey[]>;
 }

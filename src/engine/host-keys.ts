@@ -31,9 +31,10 @@ export function hostKeyPath(type: HostKeyType): string {
 /**
  * One node's host keys, all types made in parallel in a private temporary directory that is removed before this
  * returns: the private keys live on only in the node's Ignition config (private to the caller, as the pull secret).
- * `tempParent`: where that directory is made (default: the system's temporary directory).
+ * `tempParent`: where that directory is made (default: the system's temporary directory). `signal` stops the
+ * ssh-keygen runs at once (an RSA key takes seconds on a loaded host; Ctrl-C must not wait for it).
  */
-export async function makeHostKeys(tempParent = tmpdir()): Promise<HostKey[]> {
+export async function makeHostKeys(tempParent = tmpdir(), signal?: AbortSignal): Promise<HostKey[]> {
   const dir = await mkdtemp(join(tempParent, 'devpivot-hostkeys-'));
   try {
     return await Promise.all(
@@ -41,7 +42,9 @@ export async function makeHostKeys(tempParent = tmpdir()): Promise<HostKey[]> {
         const file = join(dir, `ssh_host_${type}_key`);
         const result = await run('ssh-keygen', ['-q', '-t', type, '-N', '', '-C', '', '-f', file], {
           timeoutMs: 60_000,
+          signal,
         });
+        if (signal?.aborted) throw signal.reason;
         if (result.spawnError)
           throw new DevpivotError('SSH_MISSING', `cannot run ssh-keygen: ${result.spawnError.message}`, {
             exitCode: ExitCode.usage,

@@ -237,9 +237,9 @@ async function prepareAccess(
 function makeHostKeys(context: PrepareContext, sessionId: string): Promise<Map<string, HostKey[]> | Error> {
   const nodes = context.scenario.nodes.filter((def) => !writesHostKeys(def.ignition));
   const dir = sessionSshDir(context.stateDir, sessionId);
-  return withDeadline("making the nodes' ssh host keys", PHASE_DEADLINES.hostKeys, context.signal, async () => {
+  return withDeadline("making the nodes' ssh host keys", PHASE_DEADLINES.hostKeys, context.signal, async (signal) => {
     await privateDir(dir);
-    return Promise.all(nodes.map(async (def) => [def.name, await context.deps.hostKeys(dir)] as const));
+    return Promise.all(nodes.map(async (def) => [def.name, await context.deps.hostKeys(dir, signal)] as const));
   }).then(
     (made) => new Map(made),
     (error: Error) => error,

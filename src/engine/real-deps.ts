@@ -234,8 +234,8 @@ export function realDeps(options: { stateDir: string; env?: NodeJS.ProcessEnv })
       return ensureSessionKey(stateDir, sessionId);
     },
 
-    hostKeys(tempParent) {
-      return makeHostKeys(tempParent);
+    hostKeys(tempParent, signal) {
+      return makeHostKeys(tempParent, signal);
     },
   };
 }

@@ -35,6 +35,29 @@ test('one key per type sshd-keygen makes, each private key the public one it nam
   t.deepEqual(readdirSync(parent), [], 'no private key is left in a work directory');
 });
 
+test.serial(
+  'stopped (Ctrl-C during prepare): ssh-keygen is ended at once, the stop reason thrown, no work file left',
+  async (t) => {
+    // An ssh-keygen that does not finish within the test (a loaded host's RSA key, magnified): only stopping it
+    // ends the making in time.
+    t.timeout(10_000);
+    const bin = tempDir('devpivot-slowkeygen-');
+    writeFileSync(join(bin, 'ssh-keygen'), '#!/bin/sh\nexec sleep 30\n', { mode: 0o755 });
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      const parent = tempDir('devpivot-keystop-');
+      const controller = new AbortController();
+      const making = makeHostKeys(parent, controller.signal);
+      setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), 200);
+      await t.throwsAsync(making, { message: 'interrupted by SIGINT' });
+      t.deepEqual(readdirSync(parent), [], 'the work directory is removed');
+    } finally {
+      process.env.PATH = path;
+    }
+  },
+);
+
 test("a user's config that writes a host key replaces devpivot's", (t) => {
   t.true(writesHostKeys({ storage: { files: [{ path: '/etc/x' }, { path: '/etc/ssh/ssh_host_rsa_key' }] } }));
   t.true(writesHostKeys({ storage: { files: [{ path: '/etc/ssh/ssh_host_ed25519_key.pub' }] } }));
