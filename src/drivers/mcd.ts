@@ -21,10 +21,10 @@ export const mcd: DriverDefinition = {
     },
   },
   nodeKeys: ['mco-image'],
+  // RHCOS 4.13's rpm-ostree predates ostree-ext's zstd reader (0.13.4); the fragment tells the fixture's importer.
+  readsZstdLayers: false,
   // The pull unit's `podman pull --authfile=` and the MCD's image pulls (pkg/daemon/constants/constants.go
   // KubeletAuthFile, a57ca291): the file the MCS renders from the cluster's pull secret.
-  // MCO release-4.13's rpm-ostree predates the reader
-  readsZstdLayers: false,
   pullSecretPaths: [MCD_PULL_SECRET_PATH],
   // The MCD of 4.13 takes both formats by tag or digest; its MachineConfig is what the MCS would serve.
   fragment: (image, kernelArgs, options) => mcdFragment(image, kernelArgs, options.mcoImage),

@@ -16,6 +16,12 @@ import { CONSOLE_DROPIN, type Fragment, type KernelArg } from './fragment.js';
 export const MCD_ENCAPSULATED_PATH = '/etc/ignition-machine-config-encapsulated.json';
 export const MCD_PULL_SECRET_PATH = '/var/lib/kubelet/config.json';
 /**
+ * Which ostree-ext the node's rpm-ostree links, for the fixture's importer (images/fixture/guest/container-import.sh
+ * reads it; other images ignore it): RHCOS 4.13's predates the zstd reader (ostree-ext 0.13.4), so "0.11", whose
+ * reader takes gzip and plain tar layers only. Without it a zstd image would pass on an mcd node here and fail on one.
+ */
+export const OSTREE_EXT_MODEL_PATH = '/etc/devpivot/ostree-ext';
+/**
  * The kubeconfig the MCS appends (`defaultMachineKubeConfPath`). The firstboot MCD needs it to exist: `update()` runs
  * `updateKubeConfigPermission` (pkg/daemon/update.go:1669-1681, a57ca291), which fails the attempt with "Cannot stat
  * /etc/kubernetes/kubeconfig" when it is absent, before any OS change. devpivot has no cluster: a kubeconfig that
@@ -139,6 +145,7 @@ export function mcdFragment(image: string, kernelArgs: KernelArg[], mcoImage: st
       { path: MCD_ENCAPSULATED_PATH, contents: JSON.stringify(machineConfig), mode: 0o644 },
       // The cluster's pull secret; devpivot's registry needs none.
       { path: MCD_PULL_SECRET_PATH, contents: '{}\n', mode: 0o600 },
+      { path: OSTREE_EXT_MODEL_PATH, contents: '0.11\n', mode: 0o644 },
     ],
     units: [
       {

@@ -51,6 +51,17 @@ test('mcd: the pull secret is {} with the template mode 0600', (t) => {
   t.is(file(c, '/var/lib/kubelet/config.json')?.mode, 0o600);
 });
 
+test("mcd: the fixture's importer is told the node's ostree-ext predates the zstd reader (RHCOS 4.13)", (t) => {
+  const c = config();
+  t.is(text(c, '/etc/devpivot/ostree-ext'), '0.11\n');
+  t.is(file(c, '/etc/devpivot/ostree-ext')?.mode, 0o644);
+  // the other drivers' nodes read zstd: no such file
+  for (const driver of ['rpm-ostree', 'bootc'] as const) {
+    const other = generateIgnition({ driver, image: IMAGE, registry: { hostPort: '10.0.2.2:5000', insecure: true } });
+    t.is(file(other, '/etc/devpivot/ostree-ext'), undefined, driver);
+  }
+});
+
 test('mcd: the three release-4.13 units with the MCO image, console drop-ins, registry trust', (t) => {
   const c = config();
   const byName = new Map(units(c).map((u) => [u.name, u]));

@@ -94,14 +94,24 @@ async function pushList(list: string, target: string): Promise<string> {
   return (await readFile(file, 'utf8')).trim();
 }
 
-/** ci_fetch, ci_check_bootable, ci_import of IMAGE into a fresh bare repo; the facts it printed. */
-async function importImage(image: string) {
+/**
+ * ci_fetch, ci_check_bootable, ci_import of IMAGE into a fresh bare repo; the facts it printed. `ostreeExt`: the
+ * ostree-ext version the node's file names (the mcd driver's "0.11"), none by default; `registriesConf`: skopeo's
+ * (a test with a registry of its own writes its own: the tests run at once).
+ */
+async function importImage(image: string, ostreeExt?: string, registriesConf = join(dir, 'registries.conf')) {
   const repo = join(dir, `repo-${Math.random().toString(36).slice(2)}`);
   ostree(repo, 'init', '--mode=bare');
+  let model: string | undefined;
+  if (ostreeExt !== undefined) {
+    model = `${repo}-ostree-ext`;
+    await writeFile(model, `${ostreeExt}\n`);
+  }
   const script = containerImportScript(
     repo,
-    join(dir, 'registries.conf'),
+    registriesConf,
     'ci_fetch "$1" && ci_check_bootable && ci_import "$1" && echo "$ci_digest $ci_merge $ci_base"',
+    model,
   );
   try {
     const { stdout, stderr } = await exec('busybox', ['sh', '-c', script, 'import', image]);
@@ -148,21 +158,62 @@ test('zstd layers (podman push --compression-format zstd) import to the same tre
   // A registry of its own: where podman knows a gzip copy of a blob, it reuses it instead of compressing anew.
   const other = await startRegistry({ storage: join(dir, 'registry-zstd'), port: 0 });
   t.teardown(() => other.stop());
-  await writeFile(
-    join(dir, 'registries.conf'),
-    `[[registry]]\nlocation = "${registry.address}"\ninsecure = true\n[[registry]]\nlocation = "${other.address}"\ninsecure = true\n`,
-  );
+  const conf = join(dir, 'registries-zstd.conf');
+  await writeFile(conf, `[[registry]]\nlocation = "${other.address}"\ninsecure = true\n`);
   const pinned = await podmanPush(tags[0]!, `${other.address}/derived:zstd`, '--compression-format', 'zstd');
   const client = new RegistryClient(other.address);
   const manifest = JSON.parse((await client.getManifest('derived', 'zstd')).bytes.toString('utf8'));
   t.true(
     manifest.layers.every((l: { mediaType: string }) => l.mediaType === 'application/vnd.oci.image.layer.v1.tar+zstd'),
   );
-  const run = await importImage(pinned);
+  const run = await importImage(pinned, undefined, conf);
   t.is(run.code, 0, run.stderr);
   t.is(run.base, native.commit);
   t.is(ostree(run.repo, 'cat', run.merge, '/usr/share/derived/hello'), 'derived hello');
   t.true(ostree(run.repo, 'diff', run.base, run.merge).split('\n').includes('D    /usr/share/gone'));
+  // An mcd node (RHCOS 4.13: ostree-ext before 0.13.4) refuses them, in the base's context: its layers are zstd too.
+  const old = await importImage(pinned, '0.11', conf);
+  t.is(old.code, 1);
+  t.regex(
+    old.stderr,
+    /^error: Importing: Unencapsulating base: Unhandled layer type: application\/vnd\.oci\.image\.layer\.v1\.tar\+zstd$/m,
+  );
+  t.false(ostree(old.repo, 'refs').includes('ostree/container/image/'));
+});
+
+test("ostree-ext 0.11's reader (an mcd node): gzip imports; zstd only in the derived layers is refused without the base's context", async (t) => {
+  const gzip = await importImage(await podmanPush(tags[0]!, `${registry.address}/derived:gzip-old`), '0.11');
+  t.is(gzip.code, 0, gzip.stderr);
+  t.is(ostree(gzip.repo, 'cat', gzip.merge, '/usr/share/derived/hello'), 'derived hello');
+  // Where the registry has the base's gzip blob (and no copy of the derived ones), podman reuses it: only the
+  // derived layers are compressed anew, as zstd (osbuild/bootc-image-builder#236 met this with a zstd:chunked push;
+  // ostreedev/ostree-rs-ext#608).
+  const other = await startRegistry({ storage: join(dir, 'registry-mixed'), port: 0 });
+  t.teardown(() => other.stop());
+  const conf = join(dir, 'registries-mixed.conf');
+  await writeFile(conf, `[[registry]]\nlocation = "${other.address}"\ninsecure = true\n`);
+  await execa('skopeo', [
+    'copy',
+    '--src-tls-verify=false',
+    '--dest-tls-verify=false',
+    `docker://${native.pinned}`,
+    `docker://${other.address}/derived:base`,
+  ]);
+  const mixed = await podmanPush(tags[0]!, `${other.address}/derived:mixed`, '--compression-format', 'zstd');
+  const client = new RegistryClient(other.address);
+  const manifest = JSON.parse(
+    (await client.getManifest('derived', mixed.slice(mixed.indexOf('@') + 1))).bytes.toString('utf8'),
+  );
+  const types = manifest.layers.map((l: { mediaType: string }) => l.mediaType);
+  t.is(types[0], 'application/vnd.oci.image.layer.v1.tar+gzip', types.join(' '));
+  t.is(types.at(-1), 'application/vnd.oci.image.layer.v1.tar+zstd', types.join(' '));
+  const old = await importImage(mixed, '0.11', conf);
+  t.is(old.code, 1);
+  t.regex(old.stderr, /^error: Importing: Unhandled layer type: application\/vnd\.oci\.image\.layer\.v1\.tar\+zstd$/m);
+  t.false(ostree(old.repo, 'refs').includes('ostree/container/image/'));
+  // today's reader imports the same image
+  const today = await importImage(mixed, undefined, conf);
+  t.is(today.code, 0, today.stderr);
 });
 
 test('a layer media type the importer cannot read: ostree-ext\'s "Unhandled layer type", nothing merged', async (t) => {
