@@ -4,7 +4,7 @@
  * names for each kind of deployment.
  */
 import { execFile } from 'node:child_process';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -27,10 +27,14 @@ const bootc = (booted: object | null) =>
     status: { staged: null, booted, rollback: null, otherDeployments: [] },
   });
 
-/** Run the script with `tools` (name → JSON it prints for status) on PATH; returns the parsed report. */
-async function report(tools: Record<string, string>): Promise<Record<string, string>> {
+/**
+ * Run the script with `tools` (name → JSON it prints for status) on PATH; returns the parsed report. `busybox`: with
+ * busybox's sh, awk, sed and cat, as the fixture guest runs it (else this host's).
+ */
+async function report(tools: Record<string, string>, busybox = false): Promise<Record<string, string>> {
   const dir = await mkdtemp(join(tmpdir(), 'devpivot-report-'));
   try {
+    if (busybox) for (const tool of ['sh', 'awk', 'sed', 'cat']) await symlink('/bin/busybox', join(dir, tool));
     for (const [name, json] of Object.entries(tools)) {
       await writeFile(join(dir, `${name}.json`), json);
       await writeFile(join(dir, name), `#!/bin/sh\ncat '${join(dir, `${name}.json`)}'\n`);
@@ -40,7 +44,8 @@ async function report(tools: Record<string, string>): Promise<Record<string, str
     const console = join(dir, 'console');
     await writeFile(console, '');
     await writeFile(join(dir, 'report.sh'), REPORT_SCRIPT.replaceAll('/dev/console', console));
-    const { stdout } = await run('sh', [join(dir, 'report.sh')], { env: { PATH: `${dir}:/usr/bin:/bin` } });
+    const sh = busybox ? join(dir, 'sh') : 'sh';
+    const { stdout } = await run(sh, [join(dir, 'report.sh')], { env: { PATH: `${dir}:/usr/bin:/bin` } });
     const line = stdout.trim();
     if (!line.startsWith('devpivot-report: ')) throw new Error(`no report line: ${stdout}`);
     if ((await readFile(console, 'utf8')).trim() !== line) throw new Error('the console got another line');
@@ -63,14 +68,15 @@ test('rpm-ostree with a container origin: the merge commit, the version and the 
 });
 
 test('bootc with a booted image: bootc is read', async (t) => {
-  const got = await report({
+  const tools = {
     bootc: bootc({
       image: { image: { image: REF, transport: 'registry' }, version: '2', imageDigest: DIGEST },
       ostree: { stateroot: 'fixture', checksum: MERGE, deploySerial: 0 },
     }),
     'rpm-ostree': rpmOstree({ checksum: V1, version: '1' }),
-  });
-  t.like(got, { version: '2', commit: MERGE, image: REF });
+  };
+  for (const busybox of [false, true])
+    t.like(await report(tools, busybox), { version: '2', commit: MERGE, image: REF }, busybox ? 'busybox' : 'sh');
 });
 
 test('bootc without a booted image (a pivot:// deployment): rpm-ostree still names the image', async (t) => {
@@ -80,4 +86,26 @@ test('bootc without a booted image (a pivot:// deployment): rpm-ostree still nam
     'rpm-ostree': rpmOstree({ checksum: V1, version: '1', 'custom-origin': [`pivot://${pivot}`, 'Image generated'] }),
   });
   t.like(got, { version: '1', commit: V1, image: pivot });
+});
+
+test("rpm-ostree: the booted deployment's values when it is not the first; a quote in a value survives", async (t) => {
+  const json = JSON.stringify({
+    deployments: [
+      { osname: 'fixture', serial: 1, booted: false, staged: true, checksum: MERGE, version: '3' },
+      { osname: 'fixture', serial: 0, booted: true, staged: false, checksum: V1, version: "2 (it's $HOME `x`)" },
+    ],
+  });
+  for (const busybox of [false, true]) {
+    const got = await report({ 'rpm-ostree': json }, busybox);
+    t.like(got, { version: "2 (it's $HOME `x`)", commit: V1, image: '' }, busybox ? 'busybox' : 'sh');
+  }
+});
+
+test('rpm-ostree without a booted deployment: ostree admin status is read instead', async (t) => {
+  const status = `* fixture ${V1}.0\n    Version: 7\n    origin refspec: x\n`;
+  const got = await report({
+    'rpm-ostree': JSON.stringify({ deployments: [{ osname: 'fixture', booted: false, checksum: MERGE }] }),
+    ostree: status,
+  });
+  t.like(got, { version: '7', commit: V1, image: '' });
 });
