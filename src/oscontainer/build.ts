@@ -105,7 +105,11 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
         });
       }
       progress('commit', 0, null);
-      const made = await commitDirectory(options.fromDir, { version: options.version, workDir: dir });
+      const made = await commitDirectory(options.fromDir, {
+        version: options.version,
+        workDir: dir,
+        signal: options.signal,
+      });
       committed = made.repo;
       repo = made.repo;
       commitOrRef = made.commit;
@@ -116,7 +120,7 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
         exitCode: 2,
       });
     }
-    const info = await resolveCommit(repo, commitOrRef);
+    const info = await resolveCommit(repo, commitOrRef, options.signal);
     const version = options.version ?? info.version;
     if (!version) {
       throw new DevpivotError(
@@ -174,7 +178,7 @@ export async function buildOscontainer(options: BuildOptions): Promise<Oscontain
     } else {
       progress('export', 0, null);
       const exported = join(dir, 'repo');
-      await exportCommit(repo, info.commit, exported);
+      await exportCommit(repo, info.commit, exported, options.signal);
       if (committed) await rm(committed, { recursive: true, force: true });
       options.signal?.throwIfAborted();
       const layerPath = join(dir, 'layer.tar.gz');

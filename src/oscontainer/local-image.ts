@@ -118,6 +118,7 @@ export async function importLocalImage(
       run('skopeo', ['copy', '--all', ...(preserve ? ['--preserve-digests'] : []), text, layout], {
         env: options.env,
         timeoutMs: 30 * 60_000,
+        signal: options.signal, // Ctrl-C ends skopeo at once: it neither delays the stop nor outlives it
       });
     let result = await copy(true);
     options.signal?.throwIfAborted();
@@ -133,6 +134,7 @@ export async function importLocalImage(
         message: `${text}: podman's storage keeps this image's layers uncompressed, so its registry digest cannot be kept: skopeo writes a new manifest`,
       });
       result = await copy(false);
+      options.signal?.throwIfAborted();
     }
     if (result.code !== 0)
       throw new DevpivotError('LOCAL_IMAGE_COPY', `skopeo copy ${text}: ${skopeoSays(result.stderr)}`, {

@@ -8,15 +8,19 @@ import { join } from 'node:path';
 import { DevpivotError } from '../core/errors.js';
 import { run } from '../core/exec.js';
 
-/** Exporting or committing a large tree takes minutes; a deadline only stops an ostree that hangs. */
+/**
+ * Exporting or committing a large tree takes minutes; a deadline only stops an ostree that hangs. `signal` (the
+ * build's) ends a running ostree at once, so that Ctrl-C neither waits for it nor leaves it running.
+ */
 const OSTREE_TIMEOUT_MS = 60 * 60 * 1000;
 
-function runOstree(args: string[]) {
-  return run('ostree', args, { timeoutMs: OSTREE_TIMEOUT_MS });
+function runOstree(args: string[], signal: AbortSignal | undefined) {
+  return run('ostree', args, { timeoutMs: OSTREE_TIMEOUT_MS, signal });
 }
 
-async function ostree(args: string[], what: string): Promise<string> {
-  const result = await runOstree(args);
+async function ostree(args: string[], what: string, signal?: AbortSignal): Promise<string> {
+  const result = await runOstree(args, signal);
+  signal?.throwIfAborted();
   if (result.code !== 0) {
     const why = result.timedOut ? `no answer after ${OSTREE_TIMEOUT_MS / 60_000} minutes` : result.spawnError?.message;
     const detail = (result.stderr || result.stdout || why || '').trim();
@@ -39,17 +43,20 @@ export interface CommitInfo {
 }
 
 /** Resolve a ref or checksum in `repo` to the full checksum and its `version` metadata. */
-export async function resolveCommit(repo: string, commitOrRef: string): Promise<CommitInfo> {
+export async function resolveCommit(repo: string, commitOrRef: string, signal?: AbortSignal): Promise<CommitInfo> {
   const commit = await ostree(
     ['rev-parse', `--repo=${repo}`, commitOrRef],
     `resolving '${commitOrRef}' in ${repo}`,
+    signal,
   ).catch((error: DevpivotError) => {
+    signal?.throwIfAborted();
     throw new DevpivotError('OSTREE_COMMIT_NOT_FOUND', `no commit or ref '${commitOrRef}' in ostree repo ${repo}`, {
       hint: `list refs with 'ostree refs --repo=${repo}'; ${error.message}`,
       cause: error,
     });
   });
-  const version = await runOstree(['show', `--repo=${repo}`, '--print-metadata-key=version', commit]);
+  const version = await runOstree(['show', `--repo=${repo}`, '--print-metadata-key=version', commit], signal);
+  signal?.throwIfAborted();
   return { commit, version: version.code === 0 ? parseGVariantString(version.stdout) : null };
 }
 
@@ -57,10 +64,19 @@ export async function resolveCommit(repo: string, commitOrRef: string): Promise<
  * Export `commit` from `sourceRepo` into `destination` (created), an archive-mode repo holding exactly that commit
  * (no parents: `--depth=0`) and no refs: pulling by checksum writes none, and we check.
  */
-export async function exportCommit(sourceRepo: string, commit: string, destination: string): Promise<void> {
-  await ostree(['init', '--mode=archive', `--repo=${destination}`], `creating repo ${destination}`);
-  await ostree(['pull-local', `--repo=${destination}`, '--depth=0', sourceRepo, commit], `exporting commit ${commit}`);
-  const refs = await ostree(['refs', `--repo=${destination}`], 'listing refs');
+export async function exportCommit(
+  sourceRepo: string,
+  commit: string,
+  destination: string,
+  signal?: AbortSignal,
+): Promise<void> {
+  await ostree(['init', '--mode=archive', `--repo=${destination}`], `creating repo ${destination}`, signal);
+  await ostree(
+    ['pull-local', `--repo=${destination}`, '--depth=0', sourceRepo, commit],
+    `exporting commit ${commit}`,
+    signal,
+  );
+  const refs = await ostree(['refs', `--repo=${destination}`], 'listing refs', signal);
   if (refs !== '')
     throw new DevpivotError('OSTREE_FAILED', `exported repo ${destination} unexpectedly has refs: ${refs}`);
   // Ostree may leave a transaction or partial-commit marker behind on failure; a clean export has neither.
@@ -72,11 +88,11 @@ export async function exportCommit(sourceRepo: string, commit: string, destinati
 /** Commit a directory tree into a new archive repo (for `build --from-dir`); returns the repo and commit. */
 export async function commitDirectory(
   tree: string,
-  options: { version: string; subject?: string; workDir?: string },
+  options: { version: string; subject?: string; workDir?: string; signal?: AbortSignal },
 ): Promise<{ repo: string; commit: string }> {
   const repo = await mkdtemp(join(options.workDir ?? tmpdir(), 'devpivot-commit-'));
   try {
-    await ostree(['init', '--mode=archive', `--repo=${repo}`], `creating repo ${repo}`);
+    await ostree(['init', '--mode=archive', `--repo=${repo}`], `creating repo ${repo}`, options.signal);
     const commit = await ostree(
       [
         'commit',
@@ -91,6 +107,7 @@ export async function commitDirectory(
         '--orphan',
       ],
       `committing ${tree}`,
+      options.signal,
     );
     return { repo, commit };
   } catch (error) {
