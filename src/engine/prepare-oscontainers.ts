@@ -39,7 +39,7 @@ export async function oscontainer(
           const fixture = await loadFixture(context, world);
           const commit = fixtureVersion(fixture, source.version).commit;
           if (source.unsignedKernel) {
-            const unsigned = await unsignedKernelRootfs(fixture.repo, commit, context.cacheDir);
+            const unsigned = await unsignedKernelRootfs(fixture.repo, commit, context.cacheDir, signal);
             return deps
               .buildOscontainer({
                 source: { rootfs: unsigned.rootfs, version: source.version },

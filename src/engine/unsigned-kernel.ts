@@ -15,8 +15,9 @@ export interface UnsignedRootfs {
   remove(): Promise<void>;
 }
 
-async function must(file: string, args: string[], what: string, hint: string): Promise<void> {
-  const result = await run(file, args, { timeoutMs: 300_000 });
+async function must(file: string, args: string[], what: string, hint: string, signal?: AbortSignal): Promise<void> {
+  const result = await run(file, args, { timeoutMs: 300_000, signal });
+  signal?.throwIfAborted();
   if (result.code === 0) return;
   throw new DevpivotError(
     result.spawnError?.code === 'ENOENT' ? 'TOOL_MISSING' : 'OSTREE_FAILED',
@@ -25,8 +26,16 @@ async function must(file: string, args: string[], what: string, hint: string): P
   );
 }
 
-/** A checkout of `commit` of `repo` under `parent`, each /usr/lib/modules/<v>/vmlinuz without its signature. */
-export async function unsignedKernelRootfs(repo: string, commit: string, parent: string): Promise<UnsignedRootfs> {
+/**
+ * A checkout of `commit` of `repo` under `parent`, each /usr/lib/modules/<v>/vmlinuz without its signature. `signal`
+ * (prepare's) ends a running ostree or sbattach at once; the checkout is removed.
+ */
+export async function unsignedKernelRootfs(
+  repo: string,
+  commit: string,
+  parent: string,
+  signal?: AbortSignal,
+): Promise<UnsignedRootfs> {
   const dir = await mkdtemp(join(parent, 'unsigned-kernel-'));
   const remove = () => rm(dir, { recursive: true, force: true });
   try {
@@ -38,12 +47,13 @@ export async function unsignedKernelRootfs(repo: string, commit: string, parent:
       [`--repo=${repo}`, 'checkout', ...user, commit, rootfs],
       'ostree checkout',
       'is ostree installed?',
+      signal,
     );
     const modules = join(rootfs, 'usr/lib/modules');
     const kernels = (await readdir(modules)).map((version) => join(modules, version, 'vmlinuz'));
     if (kernels.length === 0) throw new DevpivotError('FIXTURE_NO_KERNEL', `no kernel in ${modules} of ${commit}`);
     for (const kernel of kernels)
-      await must('sbattach', ['--remove', kernel], `sbattach --remove ${kernel}`, 'apt-get install sbsigntool');
+      await must('sbattach', ['--remove', kernel], `sbattach --remove ${kernel}`, 'apt-get install sbsigntool', signal);
     return { rootfs, remove };
   } catch (error) {
     await remove();
