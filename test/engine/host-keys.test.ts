@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { HOST_KEY_TYPES, hostKeyPath, makeHostKeys, writesHostKeys } from '../../src/engine/host-keys.js';
 import { knowsHostKeys, pinHostKeys, runOverSsh, type SessionKey, SSH_FAILED } from '../../src/engine/ssh.js';
+import { slowTool, withPathFirst } from '../helpers/slow-tool.js';
 import { startSshd } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -41,20 +42,14 @@ test.serial(
     // An ssh-keygen that does not finish within the test (a loaded host's RSA key, magnified): only stopping it
     // ends the making in time.
     t.timeout(10_000);
-    const bin = tempDir('devpivot-slowkeygen-');
-    writeFileSync(join(bin, 'ssh-keygen'), '#!/bin/sh\nexec sleep 30\n', { mode: 0o755 });
-    const path = process.env.PATH;
-    process.env.PATH = `${bin}:${path}`;
-    try {
+    await withPathFirst(slowTool('ssh-keygen'), async () => {
       const parent = tempDir('devpivot-keystop-');
       const controller = new AbortController();
       const making = makeHostKeys(parent, controller.signal);
       setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), 200);
       await t.throwsAsync(making, { message: 'interrupted by SIGINT' });
       t.deepEqual(readdirSync(parent), [], 'the work directory is removed');
-    } finally {
-      process.env.PATH = path;
-    }
+    });
   },
 );
 

@@ -3,19 +3,16 @@
  * prepare): the checkout is ended at once, the stop's reason thrown and nothing left under the parent. An ostree
  * stand-in that does not finish within the test takes the tool's place on PATH.
  */
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { unsignedKernelRootfs } from '../../src/engine/unsigned-kernel.js';
+import { slowTool, withPathFirst } from '../helpers/slow-tool.js';
 import { tempDir } from '../helpers/temp.js';
 
 test.serial('stopped during the checkout: ostree is ended, the reason thrown, the checkout removed', async (t) => {
   t.timeout(10_000);
-  const bin = tempDir('devpivot-slow-');
-  writeFileSync(join(bin, 'ostree'), '#!/bin/sh\nexec sleep 30\n', { mode: 0o755 });
-  const path = process.env.PATH;
-  process.env.PATH = `${bin}:${path}`;
-  try {
+  await withPathFirst(slowTool('ostree'), async () => {
     const parent = tempDir('devpivot-unsigned-');
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), 200);
@@ -23,7 +20,5 @@ test.serial('stopped during the checkout: ostree is ended, the reason thrown, th
       message: 'interrupted by SIGINT',
     });
     t.deepEqual(readdirSync(parent), []);
-  } finally {
-    process.env.PATH = path;
-  }
+  });
 });

@@ -9,14 +9,8 @@ import { join } from 'node:path';
 import test from 'ava';
 import { buildOscontainer } from '../../src/oscontainer/build.js';
 import { importLocalImage } from '../../src/oscontainer/local-image.js';
+import { slowTool, withPathFirst } from '../helpers/slow-tool.js';
 import { tempDir } from '../helpers/temp.js';
-
-/** A directory holding TOOL as a script that sleeps for 30 s. */
-function slowTool(tool: string): string {
-  const bin = tempDir('devpivot-slow-');
-  writeFileSync(join(bin, tool), '#!/bin/sh\nexec sleep 30\n', { mode: 0o755 });
-  return bin;
-}
 
 const stopSoon = () => {
   const controller = new AbortController();
@@ -28,17 +22,13 @@ test.serial(
   'a build stopped while ostree runs: ostree is ended, the reason thrown, no work directory left',
   async (t) => {
     t.timeout(10_000);
-    const bin = slowTool('ostree');
-    const path = process.env.PATH;
-    process.env.PATH = `${bin}:${path}`; // the build runs ostree from this process's PATH
-    try {
+    // the build runs ostree from this process's PATH
+    await withPathFirst(slowTool('ostree'), async () => {
       const workDir = tempDir('devpivot-stopbuild-');
       const build = buildOscontainer({ repo: workDir, commit: 'fixture/v2', workDir, signal: stopSoon() });
       await t.throwsAsync(build, { message: 'interrupted by SIGINT' });
       t.deepEqual(readdirSync(workDir), []);
-    } finally {
-      process.env.PATH = path;
-    }
+    });
   },
 );
 
