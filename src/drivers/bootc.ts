@@ -32,10 +32,10 @@ export const bootc: DriverDefinition = {
     refusal: { message: `cannot be set by the bootc driver (${NO_KARGS})`, hint: 'drop kernel-args' },
   },
   nodeKeys: [],
+  // ostree-ext's tar+zstd reader (crates/ostree-ext/src/generic_decompress.rs, bootc-dev/bootc 534c76ea)
+  readsZstdLayers: true,
   // ostree-ext's global auth file, first of /run/ostree, /etc/ostree, /usr/lib/ostree (bootc-dev/bootc
   // crates/ostree-ext/src/globals.rs get_global_authfile, 5cfbed3f); /run is not kept across the pivot's reboot.
-  // bootc 534c76ea
-  readsZstdLayers: true,
   pullSecretPaths: ['/etc/ostree/auth.json'],
   fragment(image, kernelArgs) {
     if (kernelArgs.length > 0) {

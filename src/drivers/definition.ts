@@ -87,15 +87,15 @@ export interface DriverDefinition {
   kernelArgs: KernelArgCapability;
   nodeKeys: readonly DriverNodeKey[];
   /**
-   * Where the driver's guest tool reads the registry pull secret (auth.json format); devpivot writes the node's
-   * there, mode 0600, when the registry requires credentials (docs/PROTOCOLS.md "Trust").
-   */
-  /**
    * Whether the tool this driver models reads a native image's zstd layers (ostree-ext's tar+zstd reader, 2024;
    * docs/PROTOCOLS.md "Layer compression"): a scenario's native builds are zstd only when every node that takes
    * native images reads them.
    */
   readsZstdLayers: boolean;
+  /**
+   * Where the driver's guest tool reads the registry pull secret (auth.json format); devpivot writes the node's
+   * there, mode 0600, when the registry requires credentials (docs/PROTOCOLS.md "Trust").
+   */
   pullSecretPaths: readonly string[];
   /** The files and units that make the first boot pivot to `image` (throws a UsageError on what it cannot do). */
   fragment(image: string, kernelArgs: KernelArg[], options: FragmentOptions): Fragment;

@@ -27,9 +27,9 @@ export const legacy: DriverDefinition = {
   // pivot reads ADD/DELETE lines from /etc/pivot/kernel-args (openshift/pivot cmd/root.go).
   kernelArgs: { add: true, delete: true },
   nodeKeys: [],
-  // pivot passes `--authfile /var/lib/kubelet/config.json` to podman when it exists (cmd/root.go, e31a72d).
-  // openshift/pivot's podman pull of a legacy image: native images are not its
+  // openshift/pivot takes no native image (its legacy layer is gzip, what its podman pull reads)
   readsZstdLayers: false,
+  // pivot passes `--authfile /var/lib/kubelet/config.json` to podman when it exists (cmd/root.go, e31a72d).
   pullSecretPaths: ['/var/lib/kubelet/config.json'],
   fragment(image, kernelArgs): Fragment {
     // pivot.service pulls exactly what the pullspec names: a tag could move under it, a digest cannot.

@@ -17,10 +17,10 @@ export const rpmOstree: DriverDefinition = {
   // after RebaseLayered (machine-config-operator pkg/daemon/update.go updateKernelArguments, a57ca291).
   kernelArgs: { add: true, delete: true },
   nodeKeys: [],
+  // an rpm-ostree linking ostree-ext ≥ 0.13.4, whose reader takes tar+zstd (ostreedev/ostree-rs-ext 651ae79)
+  readsZstdLayers: true,
   // ostree-ext's global auth file, first of /run/ostree, /etc/ostree, /usr/lib/ostree (bootc-dev/bootc
   // crates/ostree-ext/src/globals.rs get_global_authfile, 5cfbed3f); /run is not kept across the pivot's reboot.
-  // rpm-ostree with ostree-ext since 2024
-  readsZstdLayers: true,
   pullSecretPaths: ['/etc/ostree/auth.json'],
   fragment(image, kernelArgs) {
     const commands = [`/usr/bin/rpm-ostree rebase --experimental ${rebase(image)}`];

@@ -44,7 +44,7 @@ export async function makeHostKeys(tempParent = tmpdir(), signal?: AbortSignal):
           timeoutMs: 60_000,
           signal,
         });
-        if (signal?.aborted) throw signal.reason;
+        signal?.throwIfAborted();
         if (result.spawnError)
           throw new DevpivotError('SSH_MISSING', `cannot run ssh-keygen: ${result.spawnError.message}`, {
             exitCode: ExitCode.usage,

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { HOST_KEY_TYPES, hostKeyPath, makeHostKeys, writesHostKeys } from '../../src/engine/host-keys.js';
 import { knowsHostKeys, pinHostKeys, runOverSsh, type SessionKey, SSH_FAILED } from '../../src/engine/ssh.js';
-import { slowTool, withPathFirst } from '../helpers/slow-tool.js';
+import { slowTool, stopSoon, withPathFirst } from '../helpers/slow-tool.js';
 import { startSshd } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -44,9 +44,7 @@ test.serial(
     t.timeout(10_000);
     await withPathFirst(slowTool('ssh-keygen'), async () => {
       const parent = tempDir('devpivot-keystop-');
-      const controller = new AbortController();
-      const making = makeHostKeys(parent, controller.signal);
-      setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), 200);
+      const making = makeHostKeys(parent, stopSoon());
       await t.throwsAsync(making, { message: 'interrupted by SIGINT' });
       t.deepEqual(readdirSync(parent), [], 'the work directory is removed');
     });

@@ -7,16 +7,14 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { unsignedKernelRootfs } from '../../src/engine/unsigned-kernel.js';
-import { slowTool, withPathFirst } from '../helpers/slow-tool.js';
+import { slowTool, stopSoon, withPathFirst } from '../helpers/slow-tool.js';
 import { tempDir } from '../helpers/temp.js';
 
 test.serial('stopped during the checkout: ostree is ended, the reason thrown, the checkout removed', async (t) => {
   t.timeout(10_000);
   await withPathFirst(slowTool('ostree'), async () => {
     const parent = tempDir('devpivot-unsigned-');
-    const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), 200);
-    await t.throwsAsync(unsignedKernelRootfs(join(parent, 'repo'), 'a'.repeat(64), parent, controller.signal), {
+    await t.throwsAsync(unsignedKernelRootfs(join(parent, 'repo'), 'a'.repeat(64), parent, stopSoon()), {
       message: 'interrupted by SIGINT',
     });
     t.deepEqual(readdirSync(parent), []);

@@ -13,6 +13,13 @@ export function slowTool(tool: string): string {
   return bin;
 }
 
+/** A signal that aborts after `ms` with the reason a Ctrl-C gives (`interrupted by SIGINT`). */
+export function stopSoon(ms = 200): AbortSignal {
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), ms);
+  return controller.signal;
+}
+
 /** Run `body` with `dir` first on this process's PATH, restored after (the tests that use it run serially). */
 export async function withPathFirst<T>(dir: string, body: () => Promise<T>): Promise<T> {
   const path = process.env.PATH;

@@ -9,14 +9,8 @@ import { join } from 'node:path';
 import test from 'ava';
 import { buildOscontainer } from '../../src/oscontainer/build.js';
 import { importLocalImage } from '../../src/oscontainer/local-image.js';
-import { slowTool, withPathFirst } from '../helpers/slow-tool.js';
+import { slowTool, stopSoon, withPathFirst } from '../helpers/slow-tool.js';
 import { tempDir } from '../helpers/temp.js';
-
-const stopSoon = () => {
-  const controller = new AbortController();
-  setTimeout(() => controller.abort(new Error('interrupted by SIGINT')), 200);
-  return controller.signal;
-};
 
 test.serial(
   'a build stopped while ostree runs: ostree is ended, the reason thrown, no work directory left',
