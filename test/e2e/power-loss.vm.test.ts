@@ -8,7 +8,8 @@
  * expect. The two nodes' two-minute reboot watchdogs run side by side.
  *
  * The same run carries chunked-update.vm.test.ts's node and checks (`chunked`): fixture v1 chunked, then v2
- * chunked, of which it fetches only the 2 changed layers.
+ * chunked, of which it fetches only the 2 changed layers; then a switch to the image it runs is skipped (this was
+ * rollback.vm.test.ts's last check, from old-to-new-bootc.vm.test.ts).
  */
 import test from 'ava';
 import { loadFixture } from '../../src/fixture/fixture.js';
@@ -16,7 +17,7 @@ import { bootedVersions, consoleOf, eventsOf, leftoverDomains, runScenarioCli } 
 
 const NO_REBOOT = 'no-reboot-unit';
 
-test('power-loss: power cut while staging, power back: the node boots v1 (never bricked), stages again and stays; cut again with v2 staged: v1 again; staged without the reboot-needed unit: a named failure, and the node stays on v1; v1 chunked, then v2 chunked fetches only the 2 changed layers', async (t) => {
+test('power-loss: power cut while staging, power back: the node boots v1 (never bricked), stages again and stays; cut again with v2 staged: v1 again; staged without the reboot-needed unit: a named failure, and the node stays on v1; v1 chunked, then v2 chunked fetches only the 2 changed layers; a switch to the image it runs is skipped', async (t) => {
   t.timeout(47 * 60_000);
   const fixture = await loadFixture();
   const run = await runScenarioCli('power-loss', { timeoutMs: 46 * 60_000 });
@@ -91,5 +92,16 @@ test('power-loss: power cut while staging, power back: the node boots v1 (never 
   const imageBytes = v1Blobs.reduce((sum, e) => sum + e.bytes, 0);
   t.true(fetchedBytes < imageBytes / 10, `v2 fetched ${fetchedBytes} of ${imageBytes} bytes`);
   t.log(`v2c fetched ${fetchedBytes} bytes; the whole v1c image is ${imageBytes} bytes`);
+  // A switch to the image it runs: bootc's answer is a skipped pivot, nothing staged, no reboot (one staged event:
+  // the first-boot switch, which logs on the console; the pivot steps' switches run over ssh).
+  const skipped = run.events.filter((e) => e.kind === 'guest.pivot.skipped');
+  t.deepEqual(
+    skipped.map((e) =>
+      e.kind === 'guest.pivot.skipped' ? [e.node, e.reason, e.target.includes('/devpivot/v2c@')] : [],
+    ),
+    [['chunked', 'image specification is unchanged', true]],
+  );
+  t.true(said.includes('Image specification is unchanged.'), said.join('\n'));
+  t.is(run.events.filter((e) => e.kind === 'guest.pivot' && e.node === 'chunked' && e.phase === 'staged').length, 1);
   t.deepEqual(leftoverDomains('power-loss'), []);
 });
