@@ -1,6 +1,6 @@
 #!/bin/sh
 # Make an OCI archive holding a multi-arch index, with real podman and skopeo: linux/amd64 is the fixture's native
-# version N (default 2), linux/arm64 a tiny image (FROM scratch, one file: no emulation needed). Usage:
+# version N (default 2, zstd), linux/arm64 a tiny image (FROM scratch, one file: no emulation needed). Usage:
 #   scripts/multi-arch-index.sh OUT.ociarchive [N]
 # It starts a devpivot registry on a free loopback port, builds and pushes the native image there, runs `podman
 # manifest create/add/push --all` against it, then `skopeo copy --all` into OUT (ref multi-arch), and stops the
@@ -28,7 +28,10 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$address" ] || { cat "$work/registry.log" >&2; exit 1; }
-amd64=$(node "$root/bin/devpivot.js" build --fixture "$version" --format native --oci --push "$address/os/fixture:$version" \
+# zstd, as a scenario's own native build of the same version is: the same layer, so an image derived from that
+# build shares it (scenarios/derived-image.yaml switches from this index's child to one).
+amd64=$(node "$root/bin/devpivot.js" build --fixture "$version" --format native --compression zstd --oci \
+  --push "$address/os/fixture:$version" \
   2>"$work/build.log") || { cat "$work/build.log" >&2; exit 1; }
 mkdir "$work/arm64"
 echo "linux/arm64 child of the devpivot multi-arch test index" >"$work/arm64/README"
