@@ -7,6 +7,7 @@
 import test from 'ava';
 import type { EventOf, Stamped } from '../../src/core/events.js';
 import { repoRoot } from '../helpers/cli.js';
+import { glog } from '../helpers/glog.js';
 import {
   bootedVersions,
   consoleOf,
@@ -15,10 +16,6 @@ import {
   runScenarioCli,
   type ScenarioRun,
 } from './run-scenario.js';
-
-/** A glog line of pivot (openshift/pivot's `Lmmdd hh:mm:ss.uuuuuu pid file:line] text`) as the console shows it. */
-const glog = (level: string, file: string, text: string) =>
-  new RegExp(`pivot\\[\\d+\\]: ${level}\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} +\\d+ ${file}\\] ${text}`);
 
 const failuresOf = (events: Stamped[], node: string) =>
   eventsOf(events, node).filter((e): e is Stamped<EventOf<'guest.failure'>> => e.kind === 'guest.failure');

@@ -91,8 +91,7 @@ export function commitOf(context: FixtureContext, version: string): string {
 }
 
 export const booted = (reports: ReportLine[]) => reports.filter((report) => report.event === 'booted');
-export const glog = (level: string, file: string, text: string) =>
-  new RegExp(`pivot\\[\\d+\\]: ${level}\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} +\\d+ ${file}\\] ${text}`);
+export { glog } from '../helpers/glog.js';
 export const BOOTED = /devpivot-report: \{"event":"booted"/;
 /** The boot image's own origin: RHCOS images carry `pivot://<oscontainer>`, the fixture's v1 names its commit. */
 export const bootImage = (context: FixtureContext) => `fixture.invalid/fixture-coreos@sha256:${commitOf(context, '1')}`;
