@@ -97,6 +97,24 @@ export interface DomainXmlOptions {
   network?: GuestNetworkSpec;
 }
 
+/**
+ * The x86-64-v2 features qemu64 lacks (it has cx16, lahf_lm and SSE3 already): RHEL 9, and so RHCOS 4.13 and later,
+ * is built for x86-64-v2, and its glibc stops every program on a CPU without them ("Fatal glibc error: CPU does not
+ * support x86-64-v2"). libvirt's default CPU under TCG is plain qemu64 (x86-64 v1), which a user's RHCOS 9 image
+ * would not boot on; TCG emulates all four.
+ */
+export const TCG_V2_FEATURES = ['ssse3', 'sse4.1', 'sse4.2', 'popcnt'] as const;
+
+/** qemu64 (an AMD-vendor model: the guest kernel needs no Meltdown page-table isolation) plus x86-64-v2. */
+function tcgCpu(): string[] {
+  return [
+    "  <cpu mode='custom' match='exact'>",
+    "    <model fallback='forbid'>qemu64</model>",
+    ...TCG_V2_FEATURES.map((name) => `    <feature policy='require' name='${name}'/>`),
+    '  </cpu>',
+  ];
+}
+
 export function escapeXml(value: string): string {
   return value
     .replace(/&/g, '&amp;')
@@ -262,6 +280,7 @@ export function domainXml(o: DomainXmlOptions): string {
   }
   lines.push(`  <features><acpi/><apic/>${secure ? "<smm state='on'/>" : ''}</features>`);
   if (o.domainType === 'kvm') lines.push("  <cpu mode='host-passthrough'/>");
+  else lines.push(...tcgCpu());
   lines.push(
     '  <on_poweroff>destroy</on_poweroff>',
     '  <on_reboot>restart</on_reboot>',

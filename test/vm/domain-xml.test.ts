@@ -64,6 +64,14 @@ test('KVM when the probe says so', (t) => {
   const xml = domainXml({ ...base, domainType: 'kvm' });
   t.true(xml.startsWith("<domain type='kvm'>"));
   t.regex(xml, /<cpu mode='host-passthrough'\/>/);
+  t.notRegex(xml, /qemu64/);
+});
+
+test('TCG: qemu64 with the x86-64-v2 features RHEL 9 requires, each required', (t) => {
+  const xml = domainXml(base);
+  t.regex(xml, /<cpu mode='custom' match='exact'>\s*<model fallback='forbid'>qemu64<\/model>/);
+  for (const name of ['ssse3', 'sse4.1', 'sse4.2', 'popcnt'])
+    t.regex(xml, new RegExp(`<feature policy='require' name='${name.replace('.', '\\.')}'/>`));
 });
 
 test('UEFI uses OVMF code read-only and a vars template', (t) => {
