@@ -105,7 +105,7 @@ export interface DomainXmlOptions {
  */
 export const TCG_V2_FEATURES = ['ssse3', 'sse4.1', 'sse4.2', 'popcnt'] as const;
 
-/** qemu64 (an AMD-vendor model: the guest kernel needs no Meltdown page-table isolation) plus x86-64-v2. */
+/** qemu64 plus x86-64-v2: an AMD-vendor model, so the guest kernel reports Meltdown "Not affected" and keeps one page table. */
 function tcgCpu(): string[] {
   return [
     "  <cpu mode='custom' match='exact'>",
