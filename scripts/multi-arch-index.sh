@@ -20,6 +20,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
+# The log exists before the loop reads it: the background shell opens it only once it runs, which may be after.
+: >"$work/registry.log"
 node "$root/bin/devpivot.js" registry serve --port 0 --storage "$work/registry" --quiet >"$work/registry.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
