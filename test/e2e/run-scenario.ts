@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Stamped } from '../../src/core/events.js';
 import { repoRoot } from '../helpers/cli.js';
@@ -21,8 +21,8 @@ const DEFAULT_TIMEOUT_MS = 9.5 * 60_000;
 /**
  * Run a shipped scenario end to end with the real CLI (`devpivot run FILE --json`), as CI would: real registry,
  * real oscontainer build, real Ignition, real libvirt VMs under TCG. Domains are named
- * devpivot-test-engine-<session suffix>-<node>. With DEVPIVOT_TEST_EVENTS_DIR set, the run's events are kept there as
- * `<name>.ndjson` (for `bench/split.ts`-style timing of a test's run).
+ * devpivot-test-engine-<session suffix>-<node>. With DEVPIVOT_TEST_EVENTS_DIR set, the run's events are kept there
+ * (the directory made if missing) as `<name>.ndjson` (for `bench/split.ts`-style timing of a test's run).
  */
 export function runScenarioCli(
   name: string,
@@ -104,7 +104,10 @@ export function runScenarioCli(
             : [],
       );
       const keep = process.env.DEVPIVOT_TEST_EVENTS_DIR;
-      if (keep) writeFileSync(join(keep, `${name}.ndjson`), events.map((event) => JSON.stringify(event)).join('\n'));
+      if (keep) {
+        mkdirSync(keep, { recursive: true });
+        writeFileSync(join(keep, `${name}.ndjson`), events.map((event) => JSON.stringify(event)).join('\n'));
+      }
       // A failed run's VMs are gone with it: the last console lines of each node go with the failure message (a
       // flake in CI is then readable from the log).
       if (code !== 0) stderr += consoleTails(events);
