@@ -43,6 +43,7 @@ function fakeNode() {
     warn: () => {},
     forget: () => {},
     lifecycle,
+    guestResets: false,
   };
   const node = new LibvirtNode(host, 'node1', 'd1', join(tempDir('devpivot-restart-test-'), 'console.log'));
   return { node, calls, events, lifecycle };

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { LifecycleEvent } from '../../src/vm/libvirt/connection.js';
+import { guestReset, LifecycleEvent } from '../../src/vm/libvirt/connection.js';
 import { LifecycleTranslator, REBOOT_MERGE_MS } from '../../src/vm/libvirt/lifecycle.js';
 
 const clock = (start = 1_000_000) => {
@@ -85,4 +85,48 @@ test('a cold restart swallows only its own events: a crash, another domain, a ca
   lifecycle.expectRestart('d', 'start');
   lifecycle.cancelRestart('d', 'start');
   t.is(lifecycle.lifecycle('n', 'd', LifecycleEvent.started, 0).length, 1);
+});
+
+test('a guest reset that QEMU turned into a stop is one vm.reboot, not a stop; a power-off stays a stop', (t) => {
+  const lifecycle = new LifecycleTranslator();
+  // As libvirt 9.0 delivers them for a live on_reboot `destroy` (recorded with `virsh event` and
+  // `virsh qemu-monitor-event`): QEMU's SHUTDOWN {"guest":true,"reason":"guest-reset"}, then SHUTDOWN
+  // "Finished after guest request" and STOPPED "Shutdown" — the same two as for a guest power-off.
+  lifecycle.guestReset('d');
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.shutdown, 1), []);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 0), [
+    { kind: 'vm.reboot', node: 'n', domain: 'd' },
+  ]);
+  // The restart's start is not reported; the next guest power-off (no reset before it) is a stop.
+  lifecycle.expectRestart('d', 'start');
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.started, 0), []);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.shutdown, 1), []);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 0), [
+    { kind: 'vm.stopped', node: 'n', domain: 'd', reason: 'guest shut down' },
+  ]);
+});
+
+test('a reset followed by another kind of stop (destroyed meanwhile) is that stop; a start forgets the reset', (t) => {
+  const lifecycle = new LifecycleTranslator();
+  lifecycle.guestReset('d');
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 1), [
+    { kind: 'vm.stopped', node: 'n', domain: 'd', reason: 'destroyed' },
+  ]);
+  t.deepEqual(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 0), [
+    { kind: 'vm.stopped', node: 'n', domain: 'd', reason: 'shutdown' },
+  ]);
+  lifecycle.guestReset('d');
+  lifecycle.lifecycle('n', 'd', LifecycleEvent.started, 0);
+  t.is(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 0)[0]?.kind, 'vm.stopped');
+  lifecycle.guestReset('other');
+  t.is(lifecycle.lifecycle('n', 'd', LifecycleEvent.stopped, 0)[0]?.kind, 'vm.stopped', 'another domain reset');
+});
+
+test("QEMU's SHUTDOWN data: only the reason guest-reset is a reset", (t) => {
+  t.true(guestReset('{"guest":true,"reason":"guest-reset"}'));
+  t.false(guestReset('{"guest":true,"reason":"guest-shutdown"}'));
+  t.false(guestReset('{"guest":false,"reason":"host-signal"}'));
+  t.false(guestReset('{"guest":false,"reason":"host-qmp-system-reset"}'));
+  t.false(guestReset(null));
+  t.false(guestReset('not json'));
 });

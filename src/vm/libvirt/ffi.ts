@@ -45,6 +45,9 @@ function declare() {
   koffi.proto('void virConnectDomainEventGenericCallback(void *conn, void *dom, void *opaque)');
   koffi.proto('void virConnectCloseFunc(void *conn, int reason, void *opaque)');
   koffi.proto('void virStreamEventCallback(void *stream, int events, void *opaque)');
+  koffi.proto(
+    'void virConnectDomainQemuMonitorEventCallback(void *conn, void *dom, const char *event, long long seconds, unsigned int micros, const char *details, void *opaque)',
+  );
 
   const f = <A extends unknown[], R>(definition: string) => lib.func(definition) as unknown as CFn<A, R>;
   return {
@@ -105,6 +108,9 @@ function declare() {
     ),
     virDomainResume: f<[dom: Ptr], number>('int virDomainResume(void *dom)'),
     virDomainSuspend: f<[dom: Ptr], number>('int virDomainSuspend(void *dom)'),
+    virDomainSetLifecycleAction: f<[dom: Ptr, type: number, action: number, flags: number], number>(
+      'int virDomainSetLifecycleAction(void *dom, unsigned int type, unsigned int action, unsigned int flags)',
+    ),
     virDomainIsActive: f<[dom: Ptr], number>('int virDomainIsActive(void *dom)'),
     virDomainSetMetadata: f<
       [dom: Ptr, type: number, metadata: string, key: string, uri: string, flags: number],
@@ -193,6 +199,39 @@ function declare() {
 
 export type Libvirt = ReturnType<typeof declare>;
 
+let loadedQemu: ReturnType<typeof declareQemu> | null | undefined;
+
+/**
+ * libvirt-qemu's QEMU monitor events (the raw QMP events of a domain, which say why QEMU stopped a guest), or
+ * undefined where the library is missing: its callers then do without.
+ */
+export function libvirtQemu(): ReturnType<typeof declareQemu> | undefined {
+  if (loadedQemu === undefined) {
+    libvirt();
+    try {
+      loadedQemu = declareQemu(koffi.load('libvirt-qemu.so.0'));
+    } catch {
+      loadedQemu = null;
+    }
+  }
+  return loadedQemu ?? undefined;
+}
+
+function declareQemu(lib: LibraryHandle) {
+  const f = <A extends unknown[], R>(definition: string) => lib.func(definition) as unknown as CFn<A, R>;
+  return {
+    virConnectDomainQemuMonitorEventRegister: f<
+      [conn: Ptr, dom: Ptr | null, event: string, cb: Ptr, opaque: null, ff: null, flags: number],
+      number
+    >(
+      'int virConnectDomainQemuMonitorEventRegister(void *conn, void *dom, const char *event, virConnectDomainQemuMonitorEventCallback *cb, void *opaque, virFreeCallback *freecb, unsigned int flags)',
+    ),
+    virConnectDomainQemuMonitorEventDeregister: f<[conn: Ptr, callbackId: number], number>(
+      'int virConnectDomainQemuMonitorEventDeregister(void *conn, int callbackID)',
+    ),
+  };
+}
+
 /** The fields of `struct _virError` that devpivot reads (the deprecated pointers are skipped, not reordered). */
 let virErrorType: TypeObject | undefined;
 
@@ -229,7 +268,8 @@ export type CallbackKind =
   | 'virConnectDomainEventCallback'
   | 'virConnectDomainEventGenericCallback'
   | 'virConnectCloseFunc'
-  | 'virStreamEventCallback';
+  | 'virStreamEventCallback'
+  | 'virConnectDomainQemuMonitorEventCallback';
 
 /**
  * Make a JS function callable from C. libvirt may call it on the event-loop worker thread: koffi then queues the

@@ -80,6 +80,7 @@ export class LibvirtHost implements VmHost, NodeHost {
   readonly #inflight = new InFlight();
   #closed = false;
   #reconnecting = false;
+  #guestResets = false;
 
   constructor(
     conn: Connection,
@@ -109,6 +110,11 @@ export class LibvirtHost implements VmHost, NodeHost {
     return this.#lifecycle;
   }
 
+  /** Whether this connection reports guest resets (NodeHost.guestResets). */
+  get guestResets(): boolean {
+    return this.#guestResets;
+  }
+
   get nodes(): LibvirtNode[] {
     return [...this.#nodes.values()];
   }
@@ -123,10 +129,20 @@ export class LibvirtHost implements VmHost, NodeHost {
   }
 
   async subscribe(): Promise<void> {
-    this.#unsubscribe = await this.#conn.subscribeDomainEvents({
+    const events = await this.#conn.subscribeDomainEvents({
       lifecycle: (domain, event, detail) => this.#onLifecycle(domain, event, detail),
       reboot: (domain) => this.#onReboot(domain),
     });
+    const resets = await this.#conn.subscribeGuestResets((domain) => {
+      if (this.#nodes.has(domain)) this.#lifecycle.guestReset(domain);
+    });
+    this.#guestResets = resets !== undefined;
+    if (!resets)
+      this.warn(`${this.uri}: no QEMU monitor events (libvirt-qemu); a guest reboot is a reset, then a restart`);
+    this.#unsubscribe = async () => {
+      await resets?.();
+      await events();
+    };
     await this.#conn.onClose((reason) => {
       if (this.#closed) return;
       this.emit({
@@ -154,6 +170,8 @@ export class LibvirtHost implements VmHost, NodeHost {
     // A restart's own stop is not one: its console is already the new process's.
     if (events.some((e) => e.kind === 'vm.stopped')) node.console.domainStopped();
     for (const e of events) this.emit(e);
+    // The guest reset and QEMU stopped for it: boot it again in a fresh process (LibvirtNode.startAfterReset).
+    if (events.some((e) => e.kind === 'vm.reboot')) setImmediate(() => void node.startAfterReset());
   }
 
   #onReboot(domain: string): void {
@@ -370,6 +388,8 @@ export class LibvirtHost implements VmHost, NodeHost {
     this.#closed = true;
     await this.#inflight.settle(60_000, (message) => this.warn(message));
     for (const node of this.#nodes.values()) node.console.detach();
+    // Nodes still here are kept (`--keep`): without devpivot, a reboot is a warm reset again.
+    await Promise.all([...this.#nodes.values()].map((node) => node.releaseReboots()));
     this.#pool?.then(({ pool }) => pool.free()).catch(() => {});
     await this.#unsubscribe?.().catch(() => {});
     await this.#conn.close();

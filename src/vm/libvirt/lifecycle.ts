@@ -15,6 +15,7 @@ export const REBOOT_MERGE_MS = 1000;
 const STOP_REASONS = ['shutdown', 'destroyed', 'crashed', 'migrated', 'saved', 'failed', 'restored from snapshot'];
 /** virDomainEventCrashedDetailType, by value. */
 const CRASH_REASONS = ['panicked', 'crashloaded'];
+const STOPPED_SHUTDOWN = 0;
 const STOPPED_CRASHED = 2;
 const STOPPED_DESTROYED = 1;
 
@@ -33,6 +34,8 @@ export class LifecycleTranslator {
   /** Domains that reported a CRASHED event: their following STOPPED(crashed) is not a second crash. */
   readonly #crashReported = new Set<string>();
   readonly #lastReboot = new Map<string, number>();
+  /** Domains whose guest reset and whose QEMU is stopping for it (live on_reboot `destroy`): the stop is a reboot. */
+  readonly #resetting = new Set<string>();
   /** Per domain, the STOPPED(destroyed) and STARTED events a cold restart after a guest reboot will cause. */
   readonly #restart = new Map<string, Record<RestartPart, number>>();
   readonly #now: () => number;
@@ -48,6 +51,7 @@ export class LifecycleTranslator {
       case LifecycleEvent.started:
         this.#shutdownCause.delete(domain);
         this.#crashReported.delete(domain);
+        this.#resetting.delete(domain);
         if (this.#consume(domain, 'start')) return [];
         return [{ kind: 'vm.started', ...base }];
       case LifecycleEvent.shutdown:
@@ -58,6 +62,11 @@ export class LifecycleTranslator {
         return [];
       case LifecycleEvent.stopped: {
         if (detail === STOPPED_DESTROYED && this.#consume(domain, 'stop')) return [];
+        const reset = this.#resetting.delete(domain);
+        if (reset && detail === STOPPED_SHUTDOWN) {
+          this.#shutdownCause.delete(domain);
+          return [{ kind: 'vm.reboot', ...base }];
+        }
         const reason =
           detail === 0 ? (this.#shutdownCause.get(domain) ?? 'shutdown') : (STOP_REASONS[detail] ?? `detail ${detail}`);
         this.#shutdownCause.delete(domain);
@@ -97,6 +106,15 @@ export class LifecycleTranslator {
     pending[part]--;
     if (pending.stop === 0 && pending.start === 0) this.#restart.delete(domain);
     return true;
+  }
+
+  /**
+   * QEMU reports that the guest of `domain` reset and, its live on_reboot being `destroy`, stops instead (libvirt
+   * then ends the process): the STOPPED(shutdown) that follows is this guest reboot, reported as one `vm.reboot`;
+   * the caller boots the node again. A stop for another reason (destroyed meanwhile) stays a stop.
+   */
+  guestReset(domain: string): void {
+    this.#resetting.add(domain);
   }
 
   /** A REBOOT callback: one guest reboot raises two (the guest's reset, then qemu's), ~60 ms apart. */

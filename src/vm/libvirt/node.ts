@@ -2,7 +2,7 @@ import { DevpivotError } from '../../core/errors.js';
 import type { DevpivotEvent } from '../../core/events.js';
 import { DEVPIVOT_XMLNS, metadataElement, parseMetadataElement } from '../domain-xml.js';
 import type { VmNode } from '../host.js';
-import { type Connection, UndefineFlag } from './connection.js';
+import { type Connection, LifecycleAction, LifecycleType, UndefineFlag } from './connection.js';
 import { ConsoleWatch } from './console-watch.js';
 import { LibvirtError, VirErr } from './errors.js';
 import type { LifecycleTranslator } from './lifecycle.js';
@@ -18,6 +18,11 @@ export interface NodeHost {
   forget(node: LibvirtNode): void;
   /** Told of a cold restart's calls, so the events they cause are not reported as a stop and a start. */
   readonly lifecycle: Pick<LifecycleTranslator, 'expectRestart' | 'cancelRestart'>;
+  /**
+   * The host hears of guest resets that QEMU turns into a stop (Connection.subscribeGuestResets): a started node
+   * then has its live on_reboot set to `destroy`, so no guest code runs between a reset and the fresh process.
+   */
+  readonly guestResets: boolean;
 }
 
 /** One domain of the session (the VmNode contract in ../host.ts). */
@@ -75,6 +80,12 @@ export class LibvirtNode implements VmNode {
     const domain = await this.#lookup();
     try {
       await domain.startPaused();
+      if (this.#host.guestResets)
+        await domain
+          .setLiveLifecycleAction(LifecycleType.reboot, LifecycleAction.destroy)
+          .catch((error) =>
+            this.#host.warn(`${this.domain}: a guest reboot stays a reset in the same QEMU: ${error.message}`),
+          );
       try {
         await this.console.attach();
       } catch (error) {
@@ -100,13 +111,32 @@ export class LibvirtNode implements VmNode {
   }
 
   /**
-   * The guest rebooted (QEMU has reset it in place): boot it again in a fresh QEMU process instead, as a power
-   * cycle does. Under TCG a reset keeps the previous boot's translated code, and every store into a page that
-   * held it takes QEMU's self-modifying-code path until the stale translations are gone: the next boot's GRUB
-   * and kernel start ran many times slower (images/README.md, "Speed"). The guest goes through the firmware as
-   * after a reset; its disk, NVRAM and fw_cfg are the domain's. Nothing happens when the domain stopped
-   * meanwhile; when it cannot be started again (three tries), that is a `vm.crashed` and a `vm.stopped` with the
-   * reason. Never rejects.
+   * The guest rebooted and QEMU stopped instead of resetting it (live on_reboot `destroy`, set at each start; the
+   * process is gone): boot it again in a fresh QEMU process, as a power cycle does. Under TCG a reset in the same
+   * process keeps the previous boot's translated code, and every store into a page that held it takes QEMU's
+   * self-modifying-code path until the stale translations are gone: the next boot's GRUB and kernel start ran many
+   * times slower (images/README.md, "Speed"). The guest goes through the firmware as after a reset; its disk,
+   * NVRAM and fw_cfg are the domain's. When it cannot be started again (three tries), that is a `vm.crashed` and
+   * a `vm.stopped` with the reason. Never rejects.
+   */
+  startAfterReset(): Promise<void> {
+    return this.#serial(async () => {
+      try {
+        // The old console stream ended with the old process; #start opens the new one.
+        this.console.domainStopped();
+        this.#restart = { at: 0, starts: 0 };
+        await this.#startAgain();
+      } catch (error) {
+        this.#givenUp(error);
+      }
+    });
+  }
+
+  /**
+   * The guest rebooted and QEMU reset it in place (where the live on_reboot could not be set to `destroy`): end
+   * that process and boot the guest in a fresh one, as startAfterReset does. The reset guest runs until the
+   * destroy lands, so its firmware and GRUB may run a few seconds there (and GRUB count a boot attempt). Nothing
+   * happens when the domain stopped meanwhile. Never rejects.
    */
   restartAfterReboot(): Promise<void> {
     return this.#serial(async () => {
@@ -123,12 +153,33 @@ export class LibvirtNode implements VmNode {
         } finally {
           domain.free();
         }
-        // The old console stream ended with the old process; #start opens the new one.
         this.console.domainStopped();
         this.#restart = { at: 0, starts: 0 };
         await this.#startAgain();
       } catch (error) {
         this.#givenUp(error);
+      }
+    });
+  }
+
+  /**
+   * devpivot lets go of the running node (`--keep`): its live on_reboot goes back to the definition's `restart`,
+   * so a reboot without devpivot is libvirt's warm reset, not a stop nobody starts again. Never rejects.
+   */
+  releaseReboots(): Promise<void> {
+    return this.#serial(async () => {
+      if (!this.#host.guestResets) return;
+      try {
+        const domain = await this.#host.connection.lookupDomain(this.domain);
+        if (!domain) return;
+        try {
+          if (await domain.isActive())
+            await domain.setLiveLifecycleAction(LifecycleType.reboot, LifecycleAction.restart);
+        } finally {
+          domain.free();
+        }
+      } catch (error) {
+        this.#host.warn(`${this.domain}: a reboot after devpivot exits may power it off: ${(error as Error).message}`);
       }
     });
   }
