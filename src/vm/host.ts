@@ -12,10 +12,10 @@ export type { GuestNetworkSpec } from './domain-xml.js';
  * hypervisor callback) and in the order the hypervisor reported them:
  * - `vm.defined` once per successful `createNode`;
  * - `vm.started` each time the domain starts (`start()`, also after `powerOff()`); a guest reboot is not a start;
- * - `vm.reboot` exactly once per guest reboot. libvirt reports one guest reboot as two REBOOT events ~60 ms apart
- *   (the guest's reset, then qemu's); the implementation merges them, so consumers never de-duplicate. The guest
- *   then boots in a fresh hypervisor process (a reset under TCG keeps stale translated code that slows the next
- *   boot many times over), which is neither a `vm.stopped` nor a `vm.started`;
+ * - `vm.reboot` exactly once per guest reboot; consumers never de-duplicate. The guest then boots in a fresh
+ *   hypervisor process (a reset under TCG keeps stale translated code that slows the next boot many times over),
+ *   and no guest code runs between its reset and that process (the hypervisor stops at the reset); neither is a
+ *   `vm.stopped` nor a `vm.started`;
  * - `vm.stopped` once per stop, with the reason (guest shut down, destroyed, crashed, ...);
  * - `vm.crashed` once per crash (a panic event, or a stop whose reason is a crash, not both);
  * - `vm.console` once per console line, none lost between the start and the first line (see `VmNode.start`);
