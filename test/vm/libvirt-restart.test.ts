@@ -5,11 +5,12 @@
 import { join } from 'node:path';
 import test from 'ava';
 import type { DevpivotEvent } from '../../src/core/events.js';
+import { LifecycleAction, LifecycleType } from '../../src/vm/libvirt/connection.js';
 import { LifecycleTranslator } from '../../src/vm/libvirt/lifecycle.js';
 import { LibvirtNode, RESTART_SETTLE_MS } from '../../src/vm/libvirt/node.js';
 import { tempDir } from '../helpers/temp.js';
 
-function fakeNode() {
+function fakeNode(options: { guestResets?: boolean } = {}) {
   const calls: string[] = [];
   const events: DevpivotEvent[] = [];
   let active = true;
@@ -23,7 +24,14 @@ function fakeNode() {
       calls.push('start');
       active = true;
     },
-    resume: async () => {},
+    resume: async () => {
+      calls.push('resume');
+    },
+    setLiveLifecycleAction: async (type: number, action: number) => {
+      calls.push(
+        `on_reboot ${type === LifecycleType.reboot && action === LifecycleAction.destroy ? 'destroy' : action === LifecycleAction.restart ? 'restart' : '?'}`,
+      );
+    },
     metadata: async () => undefined,
     setMetadata: async () => {},
     // the console cannot attach here: the node warns and carries on
@@ -43,7 +51,7 @@ function fakeNode() {
     warn: () => {},
     forget: () => {},
     lifecycle,
-    guestResets: false,
+    guestResets: options.guestResets ?? false,
   };
   const node = new LibvirtNode(host, 'node1', 'd1', join(tempDir('devpivot-restart-test-'), 'console.log'));
   return { node, calls, events, lifecycle };
@@ -53,10 +61,10 @@ test('QEMU ending (failed) right after a restart is the same reboot: started aga
   const { node, calls, events } = fakeNode();
   t.false(node.restartFailedSoon(), 'no restart yet: a failed QEMU is a stop');
   await node.restartAfterReboot();
-  t.deepEqual(calls, ['destroy', 'start']);
+  t.deepEqual(calls, ['destroy', 'start', 'resume']);
   t.true(node.restartFailedSoon(), 'within the settle time of the restart');
   await node.restartAfterReboot(); // queued behind the start again: wait for it (the domain is active: a new restart)
-  t.deepEqual(calls.slice(0, 3), ['destroy', 'start', 'start'], 'started again without a destroy first');
+  t.deepEqual(calls.slice(0, 4), ['destroy', 'start', 'resume', 'start'], 'started again without a destroy first');
   t.deepEqual(
     events.filter((e) => e.kind === 'vm.stopped' || e.kind === 'vm.crashed'),
     [],
@@ -74,5 +82,22 @@ test('the starts of one restart are limited: the third failure soon after is rep
   t.false(node.restartFailedSoon(), 'three starts in all');
   await node.restartAfterReboot();
   t.is(calls.filter((c) => c === 'start').length, 4, 'three for the first restart, one for the new one');
+  node.console.detach();
+});
+
+test('where QEMU stops at a guest reset: each start sets on_reboot destroy before the CPU runs; after the reset the node is only started; letting go restores restart', async (t) => {
+  const { node, calls, events } = fakeNode({ guestResets: true });
+  await node.start();
+  t.deepEqual(calls, ['start', 'on_reboot destroy', 'resume'], 'set while the new domain is still paused');
+  calls.length = 0;
+  await node.startAfterReset();
+  t.deepEqual(calls, ['start', 'on_reboot destroy', 'resume'], 'no destroy: QEMU is gone already');
+  t.true(node.restartFailedSoon(), 'a QEMU failing right after this start is the same reboot');
+  await node.releaseReboots();
+  t.is(calls.at(-1), 'on_reboot restart');
+  t.deepEqual(
+    events.filter((e) => e.kind === 'vm.stopped' || e.kind === 'vm.crashed'),
+    [],
+  );
   node.console.detach();
 });
