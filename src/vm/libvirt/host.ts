@@ -388,7 +388,7 @@ export class LibvirtHost implements VmHost, NodeHost {
     this.#closed = true;
     await this.#inflight.settle(60_000, (message) => this.warn(message));
     for (const node of this.#nodes.values()) node.console.detach();
-    // Nodes still here are kept (`--keep`): without devpivot, a reboot is a warm reset again.
+    // Nodes still here stay running without devpivot: a reboot is a warm reset again, not a stop.
     await Promise.all([...this.#nodes.values()].map((node) => node.releaseReboots()));
     this.#pool?.then(({ pool }) => pool.free()).catch(() => {});
     await this.#unsubscribe?.().catch(() => {});

@@ -163,8 +163,9 @@ export class LibvirtNode implements VmNode {
   }
 
   /**
-   * devpivot lets go of the running node (`--keep`): its live on_reboot goes back to the definition's `restart`,
-   * so a reboot without devpivot is libvirt's warm reset, not a stop nobody starts again. Never rejects.
+   * devpivot lets go of the node still running (the host closes without removing it): its live on_reboot goes back
+   * to the definition's `restart`, so a reboot without devpivot is libvirt's warm reset, not a stop nobody starts
+   * again. Never rejects.
    */
   releaseReboots(): Promise<void> {
     return this.#serial(async () => {
