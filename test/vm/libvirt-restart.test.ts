@@ -10,7 +10,7 @@ import { LifecycleTranslator } from '../../src/vm/libvirt/lifecycle.js';
 import { LibvirtNode, RESTART_SETTLE_MS } from '../../src/vm/libvirt/node.js';
 import { tempDir } from '../helpers/temp.js';
 
-function fakeNode(options: { guestResets?: boolean } = {}) {
+function fakeNode(options: { guestResets?: boolean; startGate?: Promise<void> } = {}) {
   const calls: string[] = [];
   const events: DevpivotEvent[] = [];
   let active = true;
@@ -21,6 +21,7 @@ function fakeNode(options: { guestResets?: boolean } = {}) {
       active = false;
     },
     startPaused: async () => {
+      await options.startGate;
       calls.push('start');
       active = true;
     },
@@ -99,5 +100,30 @@ test('where QEMU stops at a guest reset: each start sets on_reboot destroy befor
     events.filter((e) => e.kind === 'vm.stopped' || e.kind === 'vm.crashed'),
     [],
   );
+  node.console.detach();
+});
+
+test('a node being removed is not started again by a reboot; removing() waits for a start under way', async (t) => {
+  let open = () => {};
+  const startGate = new Promise<void>((resolve) => (open = resolve));
+  const { node, calls, events } = fakeNode({ guestResets: true, startGate });
+  const underWay = node.startAfterReset();
+  await new Promise((resolve) => setImmediate(resolve)); // the start has begun: it waits in startPaused
+  let removed = false;
+  const removal = node.removing().then(() => (removed = true));
+  const queued = node.startAfterReset(); // a reboot reported after the removal began
+  await new Promise((resolve) => setImmediate(resolve));
+  t.false(removed, 'removing() waits while the start is under way');
+  open();
+  await Promise.all([underWay, removal, queued]);
+  t.deepEqual(
+    calls,
+    ['start', 'on_reboot destroy', 'resume'],
+    'the start under way finished; the later one did not run',
+  );
+  await node.restartAfterReboot();
+  t.false(node.restartFailedSoon(), 'a QEMU ending now is a stop');
+  t.deepEqual(calls, ['start', 'on_reboot destroy', 'resume'], 'nothing started after the removal began');
+  t.deepEqual(events, []);
   node.console.detach();
 });

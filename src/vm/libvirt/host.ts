@@ -369,6 +369,7 @@ export class LibvirtHost implements VmHost, NodeHost {
   /** Everything this session created: domains and volumes (also from earlier processes). Never throws. */
   async destroyAll(): Promise<void> {
     await this.#inflight.settle(60_000, (message) => this.warn(message));
+    await Promise.all([...this.#nodes.values()].map((node) => node.removing()));
     for (const node of this.#nodes.values()) node.console.detach();
     try {
       const report = await cleanup(this.#conn, { session: this.sessionId });

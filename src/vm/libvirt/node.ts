@@ -25,12 +25,12 @@ export interface NodeHost {
   readonly guestResets: boolean;
 }
 
-/** One domain of the session (the VmNode contract in ../host.ts). */
 /** Starts tried for a cold restart after a guest reboot before the node is given up as crashed. */
 const RESTART_ATTEMPTS = 3;
 /** How long after a restart's start an ended QEMU (`failed`) still counts as that restart failing. */
 export const RESTART_SETTLE_MS = 30_000;
 
+/** One domain of the session (the VmNode contract in ../host.ts). */
 export class LibvirtNode implements VmNode {
   readonly name: string;
   readonly domain: string;
@@ -41,6 +41,8 @@ export class LibvirtNode implements VmNode {
   #queue: Promise<unknown> = Promise.resolve();
   /** The last restart after a guest reboot: when its QEMU started, and how many starts it has taken. */
   #restart: { at: number; starts: number } | undefined;
+  /** Being removed (destroy, the host's destroyAll): a guest reboot no longer starts it again. */
+  #removed = false;
 
   constructor(host: NodeHost, name: string, domain: string, consoleLog: string) {
     this.#host = host;
@@ -121,6 +123,7 @@ export class LibvirtNode implements VmNode {
    */
   startAfterReset(): Promise<void> {
     return this.#serial(async () => {
+      if (this.#removed) return;
       try {
         // The old console stream ended with the old process; #start opens the new one.
         this.console.domainStopped();
@@ -140,6 +143,7 @@ export class LibvirtNode implements VmNode {
    */
   restartAfterReboot(): Promise<void> {
     return this.#serial(async () => {
+      if (this.#removed) return;
       const lifecycle = this.#host.lifecycle;
       try {
         const domain = await this.#lookup();
@@ -194,7 +198,8 @@ export class LibvirtNode implements VmNode {
    */
   restartFailedSoon(now = Date.now()): boolean {
     const restart = this.#restart;
-    if (!restart || now - restart.at > RESTART_SETTLE_MS || restart.starts >= RESTART_ATTEMPTS) return false;
+    if (this.#removed || !restart || now - restart.at > RESTART_SETTLE_MS || restart.starts >= RESTART_ATTEMPTS)
+      return false;
     restart.starts++; // counted now: another failure before this start runs sees it
     this.console.domainStopped();
     void this.#serial(async () => {
@@ -267,7 +272,18 @@ export class LibvirtNode implements VmNode {
 
   /** Destroy, undefine and delete this node's volumes. Never throws. */
   destroy(): Promise<void> {
+    this.#removed = true;
     return this.#serial(() => this.#destroy());
+  }
+
+  /**
+   * The host is about to remove the node (destroyAll): a guest reboot no longer starts it again (a start queued
+   * but not begun does not run). Resolves once a start already under way has finished, so no start lands between
+   * the removal's destroy and its undefine.
+   */
+  removing(): Promise<void> {
+    this.#removed = true;
+    return this.#serial(async () => {});
   }
 
   async #destroy(): Promise<void> {
