@@ -49,3 +49,62 @@ test('while still wanted, a failing console retries and warns once', async (t) =
   t.is(warnings.length, 1);
   t.regex(warnings[0]!, /console of devpivot-test-vm-none unavailable \(connection reset\); retrying/);
 });
+
+/** A watch over a fake connection whose domain is running and whose console opens after `openMs`. */
+function watchOverRunning(openMs: number, lookupMs = 0) {
+  const counts = { lookups: 0, opened: 0 };
+  const domain = {
+    isActive: async () => true,
+    free: () => {},
+    openConsole: async () => {
+      await sleep(openMs);
+      counts.opened++;
+    },
+  };
+  const stream = { free: () => {}, close: async () => {}, readEvents: () => () => {} };
+  const warnings: string[] = [];
+  const watch = new ConsoleWatch({
+    domain: 'devpivot-test-vm-running',
+    logPath: join(tempDir('devpivot-console-'), 'n.log'),
+    onLine: () => {},
+    onWarning: (message) => warnings.push(message),
+    connection: () =>
+      ({
+        lookupDomain: async () => {
+          counts.lookups++;
+          await sleep(lookupMs);
+          return domain;
+        },
+        newStream: () => stream,
+      }) as unknown as Connection,
+  });
+  return { watch, counts, warnings };
+}
+
+test('two attaches at once open one console session (a second is refused by libvirt)', async (t) => {
+  const { watch, counts, warnings } = watchOverRunning(30);
+  await Promise.all([watch.attach(), watch.attach()]);
+  t.is(counts.opened, 1);
+  t.true(watch.attached);
+  t.deepEqual(warnings, []);
+  watch.detach();
+});
+
+test('the domain stopping drops a retry armed for the old process, also one already looking the domain up', async (t) => {
+  const armed = watchOverRunning(0);
+  armed.watch.reattachSoon(10);
+  armed.watch.domainStopped();
+  await sleep(60);
+  t.is(armed.counts.lookups, 0, 'the armed retry never ran');
+  armed.watch.detach();
+
+  const inFlight = watchOverRunning(0, 30);
+  inFlight.watch.reattachSoon(5);
+  await sleep(20); // the retry is in its lookup
+  t.is(inFlight.counts.lookups, 1);
+  inFlight.watch.domainStopped();
+  await sleep(60);
+  t.is(inFlight.counts.opened, 0, 'it did not attach to whatever runs next');
+  t.deepEqual(inFlight.warnings, []);
+  inFlight.watch.detach();
+});

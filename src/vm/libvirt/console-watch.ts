@@ -29,6 +29,10 @@ export class ConsoleWatch {
   #retry: NodeJS.Timeout | undefined;
   #wanted = false;
   #warned = false;
+  /** An attach under way: another caller (the start, a retry) shares it rather than open a second console. */
+  #attaching: Promise<void> | undefined;
+  /** Bumped when the domain stops: a retry begun for the old process does not attach to the next one. */
+  #generation = 0;
 
   constructor(options: ConsoleWatchOptions) {
     this.#o = options;
@@ -38,10 +42,20 @@ export class ConsoleWatch {
     return this.#stream !== undefined;
   }
 
-  /** Attach now (the domain must be running or paused). Throws if the console cannot be opened. */
-  async attach(): Promise<void> {
+  /**
+   * Attach now (the domain must be running or paused). Throws if the console cannot be opened. Two attaches at
+   * once are one: libvirt refuses a second session on a console ("Active console session exists").
+   */
+  attach(): Promise<void> {
     this.#wanted = true;
-    if (this.#stream) return;
+    if (this.#stream) return Promise.resolve();
+    this.#attaching ??= this.#open().finally(() => {
+      this.#attaching = undefined;
+    });
+    return this.#attaching;
+  }
+
+  async #open(): Promise<void> {
     if (!this.#log) {
       mkdirSync(dirname(this.#o.logPath), { recursive: true, mode: PRIVATE_DIR_MODE });
       this.#log = createWriteStream(this.#o.logPath, { flags: 'a', mode: PRIVATE_FILE_MODE });
@@ -85,17 +99,19 @@ export class ConsoleWatch {
    */
   #scheduleRetry(delayMs: number): void {
     if (this.#retry || this.#stream || !this.#wanted) return;
+    const generation = this.#generation;
     this.#retry = setTimeout(async () => {
       this.#retry = undefined;
-      if (!this.#wanted || this.#stream) return;
+      const current = () => this.#wanted && generation === this.#generation;
+      if (!current() || this.#stream) return;
       try {
         const conn = this.#o.connection();
         const domain = await conn.lookupDomain(this.#o.domain);
         const active = domain ? await domain.isActive().finally(() => domain.free()) : false;
-        if (!active || !this.#wanted) return;
+        if (!active || !current()) return;
         await this.attach();
       } catch (error) {
-        if (!this.#wanted) return;
+        if (!current()) return;
         if (!this.#warned) {
           this.#warned = true;
           this.#o.onWarning(`console of ${this.#o.domain} unavailable (${(error as Error).message}); retrying`);
@@ -107,8 +123,14 @@ export class ConsoleWatch {
     this.#retry.unref();
   }
 
-  /** The domain stopped: its console stream is gone; forget it without re-attaching. */
+  /**
+   * The domain stopped: its console stream is gone; forget it without re-attaching. A retry armed when the old
+   * stream ended is dropped: the next start attaches to the new process itself.
+   */
   domainStopped(): void {
+    this.#generation++;
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#retry = undefined;
     this.#closeStream();
     this.#lines(this.#splitter.flush());
   }
