@@ -6,18 +6,22 @@ import { tempDir } from '../helpers/temp.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A console watch over a fake connection whose lookups fail; returns the warnings it gives. */
-function watchOver(lookupDomain: () => Promise<never>) {
+/** A console watch of `domain` over a fake connection; returns the warnings it gives. */
+function watchWith(domain: string, connection: Partial<Connection>) {
   const warnings: string[] = [];
   const watch = new ConsoleWatch({
-    domain: 'devpivot-test-vm-none',
+    domain,
     logPath: join(tempDir('devpivot-console-'), 'n.log'),
     onLine: () => {},
     onWarning: (message) => warnings.push(message),
-    connection: () => ({ lookupDomain }) as unknown as Connection,
+    connection: () => connection as Connection,
   });
   return { watch, warnings };
 }
+
+/** A console watch over a fake connection whose lookups fail. */
+const watchOver = (lookupDomain: () => Promise<never>) =>
+  watchWith('devpivot-test-vm-none', { lookupDomain } as unknown as Partial<Connection>);
 
 // The retry logic alone, over a connection that fails like a closed one: a libvirt-free unit test.
 test('a console retry in flight when detach() runs never re-arms (the run would never exit)', async (t) => {
@@ -62,22 +66,14 @@ function watchOverRunning(openMs: number, lookupMs = 0) {
     },
   };
   const stream = { free: () => {}, close: async () => {}, readEvents: () => () => {} };
-  const warnings: string[] = [];
-  const watch = new ConsoleWatch({
-    domain: 'devpivot-test-vm-running',
-    logPath: join(tempDir('devpivot-console-'), 'n.log'),
-    onLine: () => {},
-    onWarning: (message) => warnings.push(message),
-    connection: () =>
-      ({
-        lookupDomain: async () => {
-          counts.lookups++;
-          await sleep(lookupMs);
-          return domain;
-        },
-        newStream: () => stream,
-      }) as unknown as Connection,
-  });
+  const { watch, warnings } = watchWith('devpivot-test-vm-running', {
+    lookupDomain: async () => {
+      counts.lookups++;
+      await sleep(lookupMs);
+      return domain;
+    },
+    newStream: () => stream,
+  } as unknown as Partial<Connection>);
   return { watch, counts, warnings };
 }
 

@@ -1,5 +1,6 @@
 import test from 'ava';
-import { guestReset, LifecycleEvent } from '../../src/vm/libvirt/connection.js';
+import { LifecycleEvent } from '../../src/vm/libvirt/connection.js';
+import { guestReset } from '../../src/vm/libvirt/guest-resets.js';
 import { LifecycleTranslator, REBOOT_MERGE_MS } from '../../src/vm/libvirt/lifecycle.js';
 
 const clock = (start = 1_000_000) => {

@@ -1,7 +1,7 @@
 import { callAsync } from './call.js';
 import { LibvirtError, VirErr } from './errors.js';
 import { eventLoop } from './event-loop.js';
-import { libvirt, libvirtQemu, type Ptr, registerCallback, takePointerArray, unregisterCallback } from './ffi.js';
+import { libvirt, type Ptr, registerCallback, takePointerArray, unregisterCallback } from './ffi.js';
 import { Handle } from './handle.js';
 import { StoragePool } from './storage.js';
 import { Stream, StreamFlag } from './stream.js';
@@ -333,47 +333,6 @@ export class Connection {
   }
 
   /**
-   * Guest resets that QEMU turned into a stop (a domain whose live on_reboot is `destroy`): QEMU's own SHUTDOWN
-   * event with reason `guest-reset`, which libvirt delivers before its SHUTDOWN and STOPPED lifecycle events (those
-   * say only "after guest request", as for a power-off). Returns the async unsubscribe, or undefined where
-   * libvirt-qemu is missing or the daemon refuses the registration.
-   */
-  async subscribeGuestResets(handler: (domain: string) => void): Promise<(() => Promise<void>) | undefined> {
-    const qemu = libvirtQemu();
-    if (!qemu) return undefined;
-    const lib = libvirt();
-    const callback = registerCallback(
-      'virConnectDomainQemuMonitorEventCallback',
-      (_c: Ptr, dom: Ptr, _event: string, _s: number, _us: number, details: string | null) => {
-        if (guestReset(details)) handler(lib.virDomainGetName(dom) ?? '');
-      },
-    );
-    let id: number;
-    try {
-      id = await callAsync('QEMU monitor event registration', qemu.virConnectDomainQemuMonitorEventRegister, [
-        this.ptr,
-        null,
-        'SHUTDOWN',
-        callback,
-        null,
-        null,
-        0,
-      ]);
-    } catch {
-      setImmediate(() => unregisterCallback(callback));
-      return undefined;
-    }
-    return async () => {
-      if (!this.closed)
-        await callAsync('QEMU monitor event deregistration', qemu.virConnectDomainQemuMonitorEventDeregister, [
-          this.ptr,
-          id,
-        ]).catch(() => {});
-      setImmediate(() => unregisterCallback(callback));
-    };
-  }
-
-  /**
    * Called once when the connection drops (daemon restarted, network gone, keepalive timeout). libvirt holds a
    * lock while it runs the close callback, so (un)registration runs on a worker thread, never blocking the main
    * thread the callback needs.
@@ -408,14 +367,5 @@ export class Connection {
       libvirt().virConnectClose.async(detached, () => resolve());
     });
     await eventLoop.release();
-  }
-}
-
-/** QEMU's SHUTDOWN event data (`{"guest":true,"reason":"guest-reset"}`, QAPI ShutdownCause) says the guest reset. */
-export function guestReset(details: string | null): boolean {
-  try {
-    return (JSON.parse(details ?? '') as { reason?: unknown }).reason === 'guest-reset';
-  } catch {
-    return false;
   }
 }

@@ -11,6 +11,7 @@ import { probeRemoteAccel } from '../remote/remote-accel.js';
 import { assertValidSessionId, consoleLogPath, newSessionId, recordSession } from '../sessions.js';
 import { volumeXml } from '../storage-xml.js';
 import { Connection } from './connection.js';
+import { subscribeGuestResets } from './guest-resets.js';
 import { InFlight, untilAborted } from './inflight.js';
 import { assertSessionFree, cleanup, removeLeftovers } from './inventory.js';
 import { LifecycleTranslator } from './lifecycle.js';
@@ -133,7 +134,7 @@ export class LibvirtHost implements VmHost, NodeHost {
       lifecycle: (domain, event, detail) => this.#onLifecycle(domain, event, detail),
       reboot: (domain) => this.#onReboot(domain),
     });
-    const resets = await this.#conn.subscribeGuestResets((domain) => {
+    const resets = await subscribeGuestResets(this.#conn, (domain) => {
       if (this.#nodes.has(domain)) this.#lifecycle.guestReset(domain);
     });
     this.#guestResets = resets !== undefined;

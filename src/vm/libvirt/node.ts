@@ -19,7 +19,7 @@ export interface NodeHost {
   /** Told of a cold restart's calls, so the events they cause are not reported as a stop and a start. */
   readonly lifecycle: Pick<LifecycleTranslator, 'expectRestart' | 'cancelRestart'>;
   /**
-   * The host hears of guest resets that QEMU turns into a stop (Connection.subscribeGuestResets): a started node
+   * The host hears of guest resets that QEMU turns into a stop (guest-resets.ts): a started node
    * then has its live on_reboot set to `destroy`, so no guest code runs between a reset and the fresh process.
    */
   readonly guestResets: boolean;
