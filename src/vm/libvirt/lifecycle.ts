@@ -19,15 +19,15 @@ const STOPPED_SHUTDOWN = 0;
 const STOPPED_CRASHED = 2;
 const STOPPED_DESTROYED = 1;
 
-/** The two halves of a cold restart after a guest reboot (LibvirtNode.restartAfterReboot). */
+/** The two halves of a cold restart after a guest reboot (LibvirtNode.restartAfterReboot, startAfterReset). */
 export type RestartPart = 'stop' | 'start';
 
 /**
  * Translates libvirt's lifecycle and reboot callbacks of one connection into vm.* events, keeping the little
  * per-domain state that needs: the cause of a coming stop (SHUTDOWN precedes STOPPED), whether a crash was
- * already reported, and the time of the last REBOOT. This is where the VmHost contract's "exactly one
- * `vm.reboot` per guest reboot" and "one `vm.crashed` per crash" are kept; consumers do not de-duplicate.
- * Pure apart from the clock it is given, so the rules are unit-tested without libvirt.
+ * already reported, whether the guest just reset (its stop is then a reboot), and the time of the last REBOOT.
+ * This is where the VmHost contract's "exactly one `vm.reboot` per guest reboot" and "one `vm.crashed` per crash"
+ * are kept; consumers do not de-duplicate. Pure apart from the clock it is given, so the rules are unit-tested without libvirt.
  */
 export class LifecycleTranslator {
   readonly #shutdownCause = new Map<string, string>();
@@ -68,7 +68,9 @@ export class LifecycleTranslator {
           return [{ kind: 'vm.reboot', ...base }];
         }
         const reason =
-          detail === 0 ? (this.#shutdownCause.get(domain) ?? 'shutdown') : (STOP_REASONS[detail] ?? `detail ${detail}`);
+          detail === STOPPED_SHUTDOWN
+            ? (this.#shutdownCause.get(domain) ?? 'shutdown')
+            : (STOP_REASONS[detail] ?? `detail ${detail}`);
         this.#shutdownCause.delete(domain);
         const out: LifecycleOutput[] = [];
         if (detail === STOPPED_CRASHED && !this.#crashReported.has(domain))

@@ -125,10 +125,7 @@ export class LibvirtNode implements VmNode {
     return this.#serial(async () => {
       if (this.#removed) return;
       try {
-        // The old console stream ended with the old process; #start opens the new one.
-        this.console.domainStopped();
-        this.#restart = { at: 0, starts: 0 };
-        await this.#startAgain();
+        await this.#bootFresh();
       } catch (error) {
         this.#givenUp(error);
       }
@@ -157,13 +154,19 @@ export class LibvirtNode implements VmNode {
         } finally {
           domain.free();
         }
-        this.console.domainStopped();
-        this.#restart = { at: 0, starts: 0 };
-        await this.#startAgain();
+        await this.#bootFresh();
       } catch (error) {
         this.#givenUp(error);
       }
     });
+  }
+
+  /** Boot the stopped guest again in a new QEMU process, as a new restart (its own start count). */
+  async #bootFresh(): Promise<void> {
+    // The old console stream ended with the old process; #start opens the new one.
+    this.console.domainStopped();
+    this.#restart = { at: 0, starts: 0 };
+    await this.#startAgain();
   }
 
   /**
